@@ -1,0 +1,19 @@
+# Warning and sanitizer flags shared by every gnio target.
+add_library(gnio_build_flags INTERFACE)
+target_compile_options(gnio_build_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-missing-field-initializers>
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wno-missing-field-initializers --extended-lambda --expt-relaxed-constexpr>)
+if(GNIO_WERROR)
+  target_compile_options(gnio_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Werror>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
+endif()
+if(GNIO_SANITIZE STREQUAL "address")
+  target_compile_options(gnio_build_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(gnio_build_flags INTERFACE -fsanitize=address,undefined)
+elseif(GNIO_SANITIZE STREQUAL "thread")
+  target_compile_options(gnio_build_flags INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(gnio_build_flags INTERFACE -fsanitize=thread)
+elseif(GNIO_SANITIZE)
+  message(FATAL_ERROR "GNIO_SANITIZE must be address, thread or empty")
+endif()

@@ -1,0 +1,20 @@
+// Portability macros for code that runs on the GPU (cuda backend) and on CPU threads (host
+// backend). Device-API headers include only this and other headers under gnio/device/.
+#pragma once
+
+#if defined(__CUDACC__)
+#define GNIO_HD __host__ __device__
+#define GNIO_DEVICE __device__
+#define GNIO_HD_INLINE __host__ __device__ __forceinline__
+#else
+#define GNIO_HD
+#define GNIO_DEVICE
+#define GNIO_HD_INLINE inline __attribute__((always_inline))
+#endif
+
+// True in the device compilation pass of nvcc; false in its host pass and under g++/clang.
+#if defined(__CUDA_ARCH__)
+#define GNIO_ON_DEVICE 1
+#else
+#define GNIO_ON_DEVICE 0
+#endif

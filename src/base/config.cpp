@@ -1,0 +1,157 @@
+#include "gnio/config.hpp"
+
+#include <strings.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "base/fail.hpp"
+
+namespace gnio {
+namespace {
+
+// Every GNIO_* variable gnio reads. Add a row here before reading a new one: config_text()
+// refuses names that are not in this table, so gnio-info always documents all of them.
+constexpr ConfigVar kVars[] = {
+    // base
+    {"GNIO_DEBUG", ConfigType::Enum, "WARN", "log level {NONE, WARN, INFO, TRACE}"},
+    {"GNIO_DEBUG_SUBSYS", ConfigType::String, "",
+     "comma list of subsystems to log (init,bootstrap,memory,transport,proxy,coll,device,net,eth,"
+     "tool); ^name excludes one"},
+    {"GNIO_DEBUG_FILE", ConfigType::String, "",
+     "write log lines to this file instead of stderr; %h = host name, %p = process id"},
+    // platform
+    {"GNIO_BACKEND", ConfigType::Enum, "auto",
+     "platform backend {auto, cuda, host}; auto takes cuda when a GPU is visible"},
+    {"GNIO_DEVICE", ConfigType::Int, "-1", "GPU ordinal for this rank; -1 = LOCAL_RANK modulo the GPU count"},
+    // waits
+    {"GNIO_TIMEOUT", ConfigType::Seconds, "120",
+     "deadline of every device and host wait on a peer; 0 = wait forever (abort still works)"},
+    // bootstrap
+    {"GNIO_BOOTSTRAP_TIMEOUT", ConfigType::Seconds, "120",
+     "deadline for bootstrap connections and exchanges (init, allgather, barrier, send/recv)"},
+    {"GNIO_SOCKET_IFNAME", ConfigType::String, "",
+     "network interface for the bootstrap (and tcp transport) sockets; empty = the interface of "
+     "the root address / first non-loopback one"},
+    {"GNIO_BOOTSTRAP_ADDR", ConfigType::String, "",
+     "explicit IP address to bind the bootstrap listener to (overrides GNIO_SOCKET_IFNAME)"},
+    {"GNIO_BOOTSTRAP_PORT", ConfigType::Int, "0",
+     "root's bootstrap port when initialising from launcher variables; 0 = MASTER_PORT + 1"},
+    {"GNIO_JOB_TOKEN", ConfigType::String, "",
+     "64-bit job token (hex) every bootstrap connection must carry; gnio-run sets a random one; "
+     "empty = derived from the launcher's job id"},
+    {"GNIO_NODE_ID", ConfigType::String, "",
+     "node identity of this rank; ranks with equal ids map each other's memory; empty = host name "
+     "+ boot id"},
+    // symmetric memory
+    {"GNIO_HEAP_SIZE", ConfigType::Size, "256M", "symmetric heap mapped at Comm creation, per rank"},
+    {"GNIO_HEAP_CHUNK", ConfigType::Size, "256M", "granule by which the symmetric heap grows"},
+    {"GNIO_HEAP_MAX", ConfigType::Size, "64G",
+     "virtual address space reserved per rank for the symmetric heap (costs no memory)"},
+    {"GNIO_MEM_MAP", ConfigType::Enum, "auto",
+     "how node peers map GPU heaps {auto, vmm, ipc}: vmm = CUDA VMM with POSIX fds (growable), "
+     "ipc = legacy CUDA IPC (fixed size); auto tries vmm first"},
+};
+
+bool parse_bool(const std::string& s, bool* out) {
+  const char* t = s.c_str();
+  if (!strcasecmp(t, "1") || !strcasecmp(t, "true") || !strcasecmp(t, "yes") || !strcasecmp(t, "on")) {
+    *out = true;
+    return true;
+  }
+  if (!strcasecmp(t, "0") || !strcasecmp(t, "false") || !strcasecmp(t, "no") ||
+      !strcasecmp(t, "off") || s.empty()) {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+const ConfigVar* find(const char* name) {
+  for (const ConfigVar& v : kVars)
+    if (!std::strcmp(v.name, name)) return &v;
+  return nullptr;
+}
+
+[[noreturn]] void bad_value(const char* name, const std::string& text, const char* expected) {
+  fail(ErrorClass::InvalidArgument, "environment variable %s='%s' is not %s; unset it or fix it",
+       name, text.c_str(), expected);
+}
+
+}  // namespace
+
+std::span<const ConfigVar> config_vars() noexcept { return kVars; }
+
+std::string config_text(const char* name) {
+  const ConfigVar* v = find(name);
+  if (!v) fail(ErrorClass::Internal, "configuration variable %s is not in gnio's table", name);
+  const char* e = std::getenv(name);
+  return e ? std::string(e) : std::string(v->default_value);
+}
+
+bool config_is_set(const char* name) {
+  if (!find(name)) fail(ErrorClass::Internal, "configuration variable %s is not in gnio's table", name);
+  return std::getenv(name) != nullptr;
+}
+
+long long config_int(const char* name) {
+  std::string t = config_text(name);
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(t.c_str(), &end, 10);
+  if (t.empty() || errno || *end) bad_value(name, t, "an integer");
+  return v;
+}
+
+unsigned long long config_size(const char* name) {
+  std::string t = config_text(name);
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(t.c_str(), &end, 10);
+  if (t.empty() || errno || t[0] == '-') bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
+  unsigned shift = 0;
+  switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; ++end; break;
+    case 'm': case 'M': shift = 20; ++end; break;
+    case 'g': case 'G': shift = 30; ++end; break;
+    case 't': case 'T': shift = 40; ++end; break;
+    default: bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
+  }
+  if ((*end == 'i' || *end == 'I') && shift) ++end;
+  if ((*end == 'b' || *end == 'B') && shift) ++end;
+  if (*end || (shift && v > (~0ull >> shift))) bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
+  return v << shift;
+}
+
+double config_seconds(const char* name) {
+  std::string t = config_text(name);
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || *end || !std::isfinite(v) || v < 0) bad_value(name, t, "a non-negative number of seconds");
+  return v;
+}
+
+bool config_bool(const char* name) {
+  std::string t = config_text(name);
+  bool v = false;
+  if (!parse_bool(t, &v)) bad_value(name, t, "a boolean (1/0, true/false, yes/no, on/off)");
+  return v;
+}
+
+const char* to_string(ConfigType t) noexcept {
+  switch (t) {
+    case ConfigType::Int: return "int";
+    case ConfigType::Size: return "size";
+    case ConfigType::Seconds: return "seconds";
+    case ConfigType::Bool: return "bool";
+    case ConfigType::String: return "string";
+    case ConfigType::Enum: return "enum";
+  }
+  return "?";
+}
+
+}  // namespace gnio

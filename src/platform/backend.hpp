@@ -1,0 +1,92 @@
+// The platform backend: what differs between real GPUs (cuda) and CPU emulation (host). Everything
+// above this layer (memory, transports, collectives) is written once against this interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gnio/stream.hpp"
+
+namespace gnio::platform {
+
+enum class BackendKind { Host, Cuda };
+
+const char* to_string(BackendKind k) noexcept;
+
+/// Physical memory that node peers can map: created by one rank, exported as a file descriptor
+/// (host: memfd; cuda: VMM allocation exported as a POSIX fd), passed to peers over a Unix socket,
+/// and mapped by everyone at a fixed virtual address.
+struct ShareableChunk {
+  int fd = -1;             ///< owned by whoever holds the struct; close with close_chunk()
+  std::size_t bytes = 0;   ///< multiple of Backend::granularity()
+  std::uint64_t handle = 0;  ///< backend's own handle to the local allocation (cuda: CUmemGenericAllocationHandle)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual BackendKind kind() const noexcept = 0;
+  /// GPU ordinal (cuda) or -1 (host).
+  virtual int device() const noexcept = 0;
+  /// One line describing the device ("NVIDIA H200, sm_90, 139 GiB" / "host CPU, 2 cores").
+  virtual std::string describe() const = 0;
+
+  // ---- symmetric heap memory -------------------------------------------------------------
+  /// Size granule of chunks and mappings (host: page size; cuda: VMM recommended granularity).
+  virtual std::size_t granularity() const = 0;
+  /// Reserves `bytes` of virtual address space, aligned to `align`, with no memory behind it.
+  virtual void* reserve(std::size_t bytes, std::size_t align) = 0;
+  /// Returns a reservation made by reserve(); all mappings in it must be unmapped first.
+  virtual void release(void* va, std::size_t bytes) = 0;
+  /// Creates `bytes` of physical memory on this rank's device, exportable to node peers.
+  virtual ShareableChunk create_chunk(std::size_t bytes) = 0;
+  /// Maps a chunk (this rank's own, or a peer's imported from its fd) at `at` inside a
+  /// reservation and makes it readable and writable by this rank's device and host code.
+  /// Does not take ownership of `fd`.
+  virtual void map_chunk(void* at, std::size_t bytes, int fd, bool own) = 0;
+  /// Unmaps what map_chunk mapped at `at`.
+  virtual void unmap_chunk(void* at, std::size_t bytes) = 0;
+  /// Frees the local handle of a chunk created by create_chunk (after its mappings are gone)
+  /// and closes its fd.
+  virtual void close_chunk(ShareableChunk& chunk) = 0;
+
+  // ---- host memory the device can reach (flags, error records, proxy rings) -----------------
+  /// Page-locked host memory mapped into the device's address space; zero-filled. The same
+  /// pointer is valid on the host and in kernels (unified addressing).
+  virtual void* alloc_host_mapped(std::size_t bytes) = 0;
+  virtual void free_host_mapped(void* p) noexcept = 0;
+
+  // ---- device memory private to this rank --------------------------------------------------
+  virtual void* alloc_device(std::size_t bytes) = 0;
+  virtual void free_device(void* p) noexcept = 0;
+
+  // ---- streams and copies ----------------------------------------------------------------
+  /// Creates a stream; exactly one of the two out-pointers is set.
+  virtual void create_stream(CUstream_st** cuda, detail::HostStream** host) = 0;
+  virtual void destroy_stream(CUstream_st* cuda, detail::HostStream* host) noexcept = 0;
+  /// True when all work queued on the stream has finished (never blocks).
+  virtual bool stream_idle(StreamRef s) = 0;
+  /// Blocks until the stream is idle.
+  virtual void stream_synchronize(StreamRef s) = 0;
+  /// Copies `n` bytes between any two addresses this rank can reach, in stream order.
+  virtual void copy(void* dst, const void* src, std::size_t n, StreamRef s) = 0;
+  /// Fills `n` bytes with `value`, in stream order.
+  virtual void fill(void* dst, int value, std::size_t n, StreamRef s) = 0;
+  /// Waits for all device work of this rank on every stream.
+  virtual void device_synchronize() = 0;
+};
+
+/// The host backend (always available).
+std::unique_ptr<Backend> make_host_backend();
+/// The cuda backend on GPU `device`; throws Error(Unsupported) when not compiled in or when no
+/// usable GPU is present.
+std::unique_ptr<Backend> make_cuda_backend(int device);
+/// Number of usable GPUs (0 without the cuda backend or a driver).
+int cuda_device_count() noexcept;
+/// True when the library was built with the cuda backend.
+bool cuda_backend_compiled() noexcept;
+
+}  // namespace gnio::platform
