@@ -66,8 +66,10 @@ __global__ void kernel_entry(F f) {
 /// stream from a file not compiled by nvcc.
 template <class F>
 void launch(StreamRef stream, const LaunchDims& dims, F kernel) {
+#if !defined(__CUDACC__)  // nvcc wraps extended lambdas in a type that is copyable but not trivially
   static_assert(std::is_trivially_copyable_v<F>,
                 "a gnio kernel is copied to every thread: it must be trivially copyable");
+#endif
   detail::check_launch_dims(dims, stream.is_host());
   if (stream.is_host()) {
     detail::host_launch(stream.host(), dims, [kernel] { kernel(); });

@@ -12,7 +12,8 @@ namespace gnio {
 
 namespace detail {
 class HostStream;
-}
+class CommImpl;
+}  // namespace detail
 
 class Comm;
 
@@ -37,6 +38,7 @@ class Stream {
   void synchronize() const;
 
  private:
+  std::shared_ptr<detail::CommImpl> comm_;  // keeps the backend alive while the stream exists
   CUstream_st* cuda_ = nullptr;
   detail::HostStream* host_ = nullptr;
 };
@@ -48,6 +50,8 @@ class StreamRef {
   StreamRef(CUstream_st* cuda) noexcept : cuda_(cuda) {}  // NOLINT: implicit by design
   /// A gnio Stream of either backend.
   StreamRef(const Stream& s) noexcept : cuda_(s.cuda()), host_(s.host()) {}  // NOLINT
+  /// A host-backend task queue (internal use).
+  explicit StreamRef(detail::HostStream* host) noexcept : host_(host) {}
 
   bool is_host() const noexcept { return host_ != nullptr; }
   CUstream_st* cuda() const noexcept { return cuda_; }

@@ -54,6 +54,25 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_MEM_MAP", ConfigType::Enum, "auto",
      "how node peers map GPU heaps {auto, vmm, ipc}: vmm = CUDA VMM with POSIX fds (growable), "
      "ipc = legacy CUDA IPC (fixed size); auto tries vmm first"},
+    // tools
+    {"GNIO_RUN_PREFIX", ConfigType::Bool, "1",
+     "gnio-run: prefix every line a rank prints with \"[rank] \"; 0 = pass the ranks' output "
+     "through unchanged (same as --no-prefix)"},
+    // host backend
+    {"GNIO_HOST_MAX_THREADS", ConfigType::Int, "1024",
+     "host backend: most threads (grid x block) one kernel launch may have; each is a CPU thread "
+     "running concurrently with the others (the kernel thread pool holds up to 4x this, at least "
+     "4096)"},
+    {"GNIO_HOST_DEVICE_MEM", ConfigType::Size, "16G",
+     "host backend: address space of this process's device-memory arena (alloc_device); a "
+     "sparse memfd, so only memory actually written is used"},
+    // bootstrap (continued)
+    {"GNIO_BOOTSTRAP_MAX_MSG", ConfigType::Size, "64M",
+     "largest bootstrap message: send/recv payload, broadcast, and allgather slot per rank; a peer "
+     "frame above this is a protocol error (set the same value on every rank)"},
+    {"GNIO_BOOTSTRAP_HELLO_TIMEOUT", ConfigType::Seconds, "5",
+     "an incoming bootstrap connection that has not sent its complete hello within this time is "
+     "dropped (port scanners, stalled or stray clients); 0 = no limit"},
 };
 
 bool parse_bool(const std::string& s, bool* out) {

@@ -19,3 +19,10 @@ namespace gnio::detail {
   fail(ErrorClass::Internal, "%s: CUDA error %d in a build without CUDA", what, err);
 }
 }  // namespace gnio::detail
+
+#include "platform/cuda/cuda_info.hpp"
+
+namespace gnio::platform {
+std::vector<CudaDeviceInfo> cuda_devices() { return {}; }
+CudaVersions cuda_versions() noexcept { return {}; }
+}  // namespace gnio::platform

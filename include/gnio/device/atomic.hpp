@@ -1,0 +1,80 @@
+// The one atomic wrapper every cross-agent access in gnio goes through: cuda::atomic_ref at
+// system scope under nvcc (so the GPU emits .sys-scoped loads/stores/fences that order NVLink
+// and host-mapped traffic), std::atomic_ref under a plain C++ compiler (so ThreadSanitizer
+// checks the protocol on the host backend). Memory orders are always explicit.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "gnio/device/macros.hpp"
+
+#if defined(__CUDACC__)
+#include <cuda/atomic>
+#endif
+
+namespace gnio::dev {
+
+#if defined(__CUDACC__)
+template <class T>
+using atomic_ref_t = cuda::atomic_ref<T, cuda::thread_scope_system>;
+#define GNIO_MO(o) cuda::std::memory_order_##o
+#else
+template <class T>
+using atomic_ref_t = std::atomic_ref<T>;
+#define GNIO_MO(o) std::memory_order_##o
+#endif
+
+/// Memory orders, named as in C++; mapped onto the backend's atomic library.
+enum class Order { Relaxed, Acquire, Release, AcqRel, SeqCst };
+
+/// The backend atomic library's memory order for `o`.
+GNIO_HD_INLINE auto to_memory_order(Order o) {
+  switch (o) {
+    case Order::Relaxed: return GNIO_MO(relaxed);
+    case Order::Acquire: return GNIO_MO(acquire);
+    case Order::Release: return GNIO_MO(release);
+    case Order::AcqRel: return GNIO_MO(acq_rel);
+    default: return GNIO_MO(seq_cst);
+  }
+}
+
+template <class T>
+GNIO_HD_INLINE T atomic_load(T* p, Order o) {
+  return atomic_ref_t<T>(*p).load(to_memory_order(o));
+}
+template <class T>
+GNIO_HD_INLINE void atomic_store(T* p, T v, Order o) {
+  atomic_ref_t<T>(*p).store(v, to_memory_order(o));
+}
+template <class T>
+GNIO_HD_INLINE T atomic_fetch_add(T* p, T v, Order o) {
+  return atomic_ref_t<T>(*p).fetch_add(v, to_memory_order(o));
+}
+template <class T>
+GNIO_HD_INLINE T atomic_exchange(T* p, T v, Order o) {
+  return atomic_ref_t<T>(*p).exchange(v, to_memory_order(o));
+}
+/// Compare-and-swap; returns the value seen before (equal to `expected` when it succeeded).
+template <class T>
+GNIO_HD_INLINE T atomic_compare_swap(T* p, T expected, T desired, Order o) {
+  atomic_ref_t<T>(*p).compare_exchange_strong(expected, desired, to_memory_order(o),
+                                              to_memory_order(o == Order::Release   ? Order::Relaxed
+                                                            : o == Order::AcqRel ? Order::Acquire
+                                                                                 : o));
+  return expected;
+}
+
+/// Orders this thread's earlier memory accesses before its later ones as seen by every agent
+/// (other GPUs, the CPU, other processes).
+GNIO_HD_INLINE void fence_system() {
+#if GNIO_ON_DEVICE
+  __threadfence_system();
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+#undef GNIO_MO
+
+}  // namespace gnio::dev

@@ -1,0 +1,189 @@
+// DeviceComm: the communicator as kernels see it. A trivially copyable handle that Comm::device()
+// returns and kernels take by value. It turns symmetric pointers into addresses (local and peer),
+// and every device-side operation (put/get/signal/atomics/waits/barriers, in rma.hpp, signal.hpp,
+// atomics.hpp, sync.hpp) is a member of it.
+//
+// Every wait is bounded: it watches the host-set abort word and a deadline (GNIO_TIMEOUT); on
+// expiry the first failing thread records where it stalled (StallRecord) and every later wait of
+// the communicator returns Status::Aborted at once, so kernels drain instead of hanging. The host
+// turns the record into a gnio::Error (Comm::check, Comm::synchronize).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gnio/device/atomic.hpp"
+#include "gnio/device/coop.hpp"
+#include "gnio/device/macros.hpp"
+#include "gnio/device/status.hpp"
+#include "gnio/device/sym_ptr.hpp"
+#include "gnio/device/team.hpp"
+#include "gnio/device/thread.hpp"
+
+namespace gnio {
+
+/// How a signal word is updated by put_signal/signal.
+enum class SignalOp : std::uint32_t {
+  Set,  ///< signal = value
+  Add,  ///< signal += value (atomically)
+};
+
+/// The source location of a device-API call, captured by default arguments so a stall report can
+/// name the line that waited.
+struct CallSite {
+  const char* file;
+  unsigned line;
+  GNIO_HD_INLINE CallSite(const char* f = __builtin_FILE(), unsigned l = __builtin_LINE())
+      : file(f), line(l) {}
+};
+
+/// How a peer is reached.
+enum class Route : std::uint8_t {
+  None = 0,  ///< no transport reaches it: operations fail with Status::Unsupported
+  P2P = 1,   ///< its heap is mapped into this rank's address space (same node)
+  Proxy = 2, ///< through the proxy transport (reserved for the networking layer)
+};
+
+/// The device-side communicator handle. Fields are filled by Comm::device(); treat them as
+/// private and use the member functions.
+struct DeviceComm {
+  // ---- identity --------------------------------------------------------------------------
+  int rank_ = 0;
+  int size_ = 0;
+  int local_rank_ = 0;
+  int local_size_ = 0;
+  int node_first_ = 0;          ///< world rank of the node's first rank, when contiguous
+  bool node_contiguous_ = true; ///< node ranks are node_first_ .. node_first_+local_size_-1
+  // ---- symmetric heap ----------------------------------------------------------------------
+  std::uint32_t heap_id_ = 0;
+  char* heap_base_ = nullptr;        ///< node peer i's heap starts at heap_base_ + i*heap_stride_
+  std::uint64_t heap_stride_ = 0;
+  std::uint64_t heap_bytes_ = 0;     ///< bytes mapped per rank when this handle was made
+  const std::int16_t* local_index_ = nullptr;  ///< [size_] node-local index or -1 (non-contiguous)
+  // ---- waits -------------------------------------------------------------------------------
+  DeviceControl* control_ = nullptr;  ///< host-mapped abort word and stall record
+  std::uint64_t timeout_ns_ = 0;      ///< 0 = no deadline
+  // ---- teams -------------------------------------------------------------------------------
+  Team world_{};
+  Team node_{};
+
+  // ======== identity ========
+  GNIO_HD_INLINE int rank() const { return rank_; }
+  GNIO_HD_INLINE int size() const { return size_; }
+  /// Index of this rank among the ranks of its node.
+  GNIO_HD_INLINE int local_rank() const { return local_rank_; }
+  /// Number of ranks on this node.
+  GNIO_HD_INLINE int local_size() const { return local_size_; }
+  /// The team of all ranks.
+  GNIO_HD_INLINE const Team& world() const { return world_; }
+  /// The team of the ranks on this node (whose memory this rank can load and store).
+  GNIO_HD_INLINE const Team& node() const { return node_; }
+
+  // ======== addressing ========
+  /// Node-local index of `peer`, or -1 when it is on another node.
+  GNIO_HD_INLINE int local_index(int peer) const {
+    if (node_contiguous_) {
+      int li = peer - node_first_;
+      return static_cast<unsigned>(li) < static_cast<unsigned>(local_size_) ? li : -1;
+    }
+    return local_index_[peer];
+  }
+  /// How `peer` is reached.
+  GNIO_HD_INLINE Route route(int peer) const { return local_index(peer) >= 0 ? Route::P2P : Route::None; }
+  /// True when `peer`'s memory can be loaded and stored directly (same node).
+  GNIO_HD_INLINE bool is_p2p(int peer) const { return local_index(peer) >= 0; }
+  /// This rank's address of a symmetric object.
+  template <class T>
+  GNIO_HD_INLINE T* local(SymPtr<T> p) const {
+    return reinterpret_cast<T*>(heap_base_ + static_cast<std::uint64_t>(local_rank_) * heap_stride_ + p.offset);
+  }
+  /// `peer`'s copy of a symmetric object as an address this rank can load and store, or nullptr
+  /// when `peer` is not on this node.
+  template <class T>
+  GNIO_HD_INLINE T* peer_ptr(SymPtr<T> p, int peer) const {
+    int li = local_index(peer);
+    if (li < 0) return nullptr;
+    return reinterpret_cast<T*>(heap_base_ + static_cast<std::uint64_t>(li) * heap_stride_ + p.offset);
+  }
+
+  // ======== one-sided data movement (rma.hpp) ========
+  /// Copies `count` elements from `src` (any memory this rank can read) to `dst` on `peer`.
+  /// Returns when `src` may be reused; the data is visible at the peer after quiet(), fence()
+  /// followed by a signal, or a barrier.
+  template <class Coop = Thread, class T>
+  GNIO_HD void put(SymPtr<T> dst, const T* src, std::size_t count, int peer, CallSite site = {}) const;
+  /// put() that may return before `src` can be reused; complete with quiet().
+  template <class Coop = Thread, class T>
+  GNIO_HD void put_nbi(SymPtr<T> dst, const T* src, std::size_t count, int peer, CallSite site = {}) const;
+  /// Copies `count` elements of `src` on `peer` into `dst` (this rank's memory). On return the
+  /// data is in `dst` for every thread of the group.
+  template <class Coop = Thread, class T>
+  GNIO_HD void get(T* dst, SymPtr<T> src, std::size_t count, int peer, CallSite site = {}) const;
+  /// get() whose data is guaranteed in `dst` only after quiet().
+  template <class Coop = Thread, class T>
+  GNIO_HD void get_nbi(T* dst, SymPtr<T> src, std::size_t count, int peer, CallSite site = {}) const;
+  /// put(), then updates `sig` on `peer` (Set or Add `value`) such that a peer that sees the new
+  /// signal value also sees all the data.
+  template <class Coop = Thread, class T>
+  GNIO_HD void put_signal(SymPtr<T> dst, const T* src, std::size_t count, SymPtr<std::uint64_t> sig,
+                          std::uint64_t value, SignalOp op, int peer, CallSite site = {}) const;
+
+  // ======== signals and ordering (signal.hpp) ========
+  /// Updates `sig` on `peer`, ordered after this thread's earlier puts to `peer`.
+  GNIO_HD void signal(SymPtr<std::uint64_t> sig, std::uint64_t value, SignalOp op, int peer,
+                      CallSite site = {}) const;
+  /// Reads this rank's signal word.
+  GNIO_HD std::uint64_t signal_read(SymPtr<std::uint64_t> sig) const;
+  /// Waits until this rank's `sig` compares true against `value`. Bounded (see file comment).
+  template <class Coop = Thread>
+  GNIO_HD Status wait_signal(SymPtr<std::uint64_t> sig, Cmp cmp, std::uint64_t value,
+                             CallSite site = {}) const;
+  /// True when this rank's `sig` compares true against `value` now (never waits).
+  GNIO_HD bool test(SymPtr<std::uint64_t> sig, Cmp cmp, std::uint64_t value) const;
+  /// Orders this thread's earlier puts/atomics to `peer` before its later ones to `peer`.
+  GNIO_HD void fence(int peer) const;
+  /// Completes every put/get/atomic this thread issued so far, to all peers.
+  GNIO_HD void quiet() const;
+
+  // ======== atomics on peers' memory (atomics.hpp); T is int32/uint32/int64/uint64 ========
+  template <class T> GNIO_HD T atomic_fetch(SymPtr<T> p, int peer, CallSite site = {}) const;
+  template <class T> GNIO_HD void atomic_set(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
+  template <class T> GNIO_HD void atomic_add(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
+  template <class T> GNIO_HD T atomic_fetch_add(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
+  /// Returns the old value; the swap happened when it equals `expected`.
+  template <class T>
+  GNIO_HD T atomic_compare_swap(SymPtr<T> p, T expected, T desired, int peer, CallSite site = {}) const;
+  template <class T> GNIO_HD T atomic_swap(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
+
+  // ======== team synchronisation (sync.hpp) ========
+  /// Waits until every member of `team` has called sync() as often as this rank; orders memory
+  /// accesses before it (on every member) before those after it. One group per rank at a time.
+  template <class Coop = Thread>
+  GNIO_HD Status sync(const Team& team, CallSite site = {}) const;
+  /// quiet() then sync(): everything issued before it is complete and visible on return.
+  template <class Coop = Thread>
+  GNIO_HD Status barrier(const Team& team, CallSite site = {}) const;
+
+  // ======== failure state ========
+  /// True when the host aborted the communicator or a device error was recorded.
+  GNIO_HD_INLINE bool aborted() const {
+    return control_ && dev::atomic_load(&control_->abort, dev::Order::Relaxed) != 0;
+  }
+  /// Records a failure (first one wins) and makes every later wait return Status::Aborted.
+  GNIO_HD void report(Status status, const char* op, int peer, std::uint64_t heap_offset,
+                      std::uint64_t expected, std::uint64_t seen, Cmp cmp, std::uint64_t waited_ns,
+                      CallSite site) const;
+  /// Polls `ready(seen)` until it returns true, the communicator aborts, or the deadline passes.
+  template <class Ready>
+  GNIO_HD Status wait_until(Ready ready, const char* op, int peer, std::uint64_t heap_offset,
+                            Cmp cmp, std::uint64_t expected, CallSite site) const;
+  /// Checks a peer index and the byte range [offset, offset+bytes) of the heap; records
+  /// InvalidArgument/Unsupported and returns false when the operation must not proceed.
+  GNIO_HD bool check_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
+                            CallSite site) const;
+};
+
+}  // namespace gnio
+
+#include "gnio/device/impl/copy.hpp"
+#include "gnio/device/impl/device_comm_impl.hpp"

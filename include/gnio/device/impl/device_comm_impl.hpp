@@ -1,0 +1,269 @@
+// Definitions of DeviceComm's members (declared and documented in gnio/device/device_comm.hpp).
+// Written once for both backends: GPU-only paths sit behind GNIO_ON_DEVICE.
+#pragma once
+
+#include "gnio/device/device_comm.hpp"
+#include "gnio/device/impl/copy.hpp"
+
+namespace gnio {
+
+namespace detail {
+/// Copies at most cap-1 characters of the tail of `s` (the most telling part of a path).
+GNIO_HD_INLINE void copy_tail(char* out, unsigned cap, const char* s) {
+  unsigned n = 0;
+  while (s && s[n]) ++n;
+  unsigned from = n + 1 > cap ? n + 1 - cap : 0;
+  unsigned i = 0;
+  for (; from + i < n && i + 1 < cap; ++i) out[i] = s[from + i];
+  out[i] = '\0';
+}
+#if GNIO_ON_DEVICE
+inline constexpr std::uint32_t kWaitCheckMask = 1023;  // read the timer/abort word every 1024 polls
+#else
+inline constexpr std::uint32_t kWaitCheckMask = 15;
+#endif
+}  // namespace detail
+
+GNIO_HD inline void DeviceComm::report(Status status, const char* op, int peer,
+                                       std::uint64_t heap_offset, std::uint64_t expected,
+                                       std::uint64_t seen, Cmp cmp, std::uint64_t waited_ns,
+                                       CallSite site) const {
+  if (!control_) return;
+  StallRecord& r = control_->stall;
+  if (dev::atomic_compare_swap(&r.state, 0u, 1u, dev::Order::Acquire) == 0u) {
+    r.status = status;
+    r.rank = rank_;
+    r.peer = peer;
+    r.heap_offset = heap_offset;
+    r.expected = expected;
+    r.seen = seen;
+    r.cmp = static_cast<std::uint32_t>(cmp);
+    r.line = site.line;
+    r.waited_ns = waited_ns;
+    detail::copy_tail(r.op, sizeof(r.op), op);
+    detail::copy_tail(r.file, sizeof(r.file), site.file);
+    dev::atomic_store(&r.state, 2u, dev::Order::Release);
+  }
+  // Keep a host abort (1) as it is; otherwise mark "device error recorded".
+  dev::atomic_compare_swap(&control_->abort, 0u, 2u, dev::Order::AcqRel);
+}
+
+template <class Ready>
+GNIO_HD inline Status DeviceComm::wait_until(Ready ready, const char* op, int peer,
+                                             std::uint64_t heap_offset, Cmp cmp,
+                                             std::uint64_t expected, CallSite site) const {
+  std::uint64_t seen = 0;
+  std::uint64_t start = 0;
+  for (std::uint32_t it = 0;; ++it) {
+    if (ready(seen)) return Status::Ok;
+    if ((it & detail::kWaitCheckMask) == detail::kWaitCheckMask) {
+      if (aborted()) return Status::Aborted;
+      const std::uint64_t now = dev::now_ns();
+      if (start == 0) {
+        start = now;
+      } else if (timeout_ns_ && now - start > timeout_ns_) {
+        report(Status::Timeout, op, peer, heap_offset, expected, seen, cmp, now - start, site);
+        return Status::Timeout;
+      }
+    }
+    dev::poll_pause(it);
+  }
+}
+
+GNIO_HD inline bool DeviceComm::check_target(const char* op, int peer, std::uint64_t offset,
+                                             std::uint64_t bytes, CallSite site) const {
+  if (peer < 0 || peer >= size_) {
+    report(Status::InvalidArgument, op, peer, offset, 0, 0, Cmp::Eq, 0, site);
+    return false;
+  }
+  if (offset > heap_bytes_ || bytes > heap_bytes_ - offset) {
+    report(Status::InvalidArgument, op, peer, offset, bytes, heap_bytes_, Cmp::Le, 0, site);
+    return false;
+  }
+  if (!is_p2p(peer)) {
+    report(Status::Unsupported, op, peer, offset, 0, 0, Cmp::Eq, 0, site);
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// one-sided data movement
+
+template <class Coop, class T>
+GNIO_HD inline void DeviceComm::put(SymPtr<T> dst, const T* src, std::size_t count, int peer,
+                                    CallSite site) const {
+  const std::size_t bytes = count * sizeof(T);
+  if (!check_target("put", peer, dst.offset, bytes, site)) return;
+  detail::group_copy(peer_ptr(dst, peer), src, bytes, Coop{});
+}
+
+template <class Coop, class T>
+GNIO_HD inline void DeviceComm::put_nbi(SymPtr<T> dst, const T* src, std::size_t count, int peer,
+                                        CallSite site) const {
+  put<Coop>(dst, src, count, peer, site);
+}
+
+template <class Coop, class T>
+GNIO_HD inline void DeviceComm::get(T* dst, SymPtr<T> src, std::size_t count, int peer,
+                                    CallSite site) const {
+  const std::size_t bytes = count * sizeof(T);
+  if (check_target("get", peer, src.offset, bytes, site))
+    detail::group_copy(dst, peer_ptr(src, peer), bytes, Coop{});
+  Coop{}.sync();
+}
+
+template <class Coop, class T>
+GNIO_HD inline void DeviceComm::get_nbi(T* dst, SymPtr<T> src, std::size_t count, int peer,
+                                        CallSite site) const {
+  const std::size_t bytes = count * sizeof(T);
+  if (check_target("get_nbi", peer, src.offset, bytes, site))
+    detail::group_copy(dst, peer_ptr(src, peer), bytes, Coop{});
+}
+
+template <class Coop, class T>
+GNIO_HD inline void DeviceComm::put_signal(SymPtr<T> dst, const T* src, std::size_t count,
+                                           SymPtr<std::uint64_t> sig, std::uint64_t value,
+                                           SignalOp op, int peer, CallSite site) const {
+  const std::size_t bytes = count * sizeof(T);
+  const Coop g{};
+  if (!check_target("put_signal", peer, dst.offset, bytes, site) ||
+      !check_target("put_signal", peer, sig.offset, sizeof(std::uint64_t), site))
+    return;
+  detail::group_copy(peer_ptr(dst, peer), src, bytes, g);
+  // Every member's stores happen before the leader's release (the group barrier orders them),
+  // and a system-scope release is cumulative: a peer that acquires the signal sees all data.
+  g.sync();
+  if (g.leader()) {
+    std::uint64_t* s = peer_ptr(sig, peer);
+    if (op == SignalOp::Set)
+      dev::atomic_store(s, value, dev::Order::Release);
+    else
+      dev::atomic_fetch_add(s, value, dev::Order::Release);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// signals and ordering
+
+GNIO_HD inline void DeviceComm::signal(SymPtr<std::uint64_t> sig, std::uint64_t value, SignalOp op,
+                                       int peer, CallSite site) const {
+  if (!check_target("signal", peer, sig.offset, sizeof(std::uint64_t), site)) return;
+  std::uint64_t* s = peer_ptr(sig, peer);
+  if (op == SignalOp::Set)
+    dev::atomic_store(s, value, dev::Order::Release);
+  else
+    dev::atomic_fetch_add(s, value, dev::Order::Release);
+}
+
+GNIO_HD inline std::uint64_t DeviceComm::signal_read(SymPtr<std::uint64_t> sig) const {
+  return dev::atomic_load(local(sig), dev::Order::Acquire);
+}
+
+template <class Coop>
+GNIO_HD inline Status DeviceComm::wait_signal(SymPtr<std::uint64_t> sig, Cmp cmp,
+                                              std::uint64_t value, CallSite site) const {
+  std::uint64_t* s = local(sig);
+  Status st = wait_until(
+      [&](std::uint64_t& seen) {
+        seen = dev::atomic_load(s, dev::Order::Acquire);
+        return compare(seen, cmp, value);
+      },
+      "wait_signal", -1, sig.offset, cmp, value, site);
+  Coop{}.sync();
+  return st;
+}
+
+GNIO_HD inline bool DeviceComm::test(SymPtr<std::uint64_t> sig, Cmp cmp, std::uint64_t value) const {
+  return compare(dev::atomic_load(local(sig), dev::Order::Acquire), cmp, value);
+}
+
+GNIO_HD inline void DeviceComm::fence(int) const { dev::fence_system(); }
+
+GNIO_HD inline void DeviceComm::quiet() const { dev::fence_system(); }
+
+// ---------------------------------------------------------------------------------------------
+// atomics
+
+#define GNIO_ATOMIC_TARGET(name)                                                 \
+  if (!check_target(name, peer, p.offset, sizeof(T), site)) return T{};          \
+  T* a = peer_ptr(p, peer)
+
+template <class T>
+GNIO_HD inline T DeviceComm::atomic_fetch(SymPtr<T> p, int peer, CallSite site) const {
+  GNIO_ATOMIC_TARGET("atomic_fetch");
+  return dev::atomic_load(a, dev::Order::Acquire);
+}
+template <class T>
+GNIO_HD inline void DeviceComm::atomic_set(SymPtr<T> p, T value, int peer, CallSite site) const {
+  if (!check_target("atomic_set", peer, p.offset, sizeof(T), site)) return;
+  dev::atomic_store(peer_ptr(p, peer), value, dev::Order::Release);
+}
+template <class T>
+GNIO_HD inline void DeviceComm::atomic_add(SymPtr<T> p, T value, int peer, CallSite site) const {
+  if (!check_target("atomic_add", peer, p.offset, sizeof(T), site)) return;
+  dev::atomic_fetch_add(peer_ptr(p, peer), value, dev::Order::Relaxed);
+}
+template <class T>
+GNIO_HD inline T DeviceComm::atomic_fetch_add(SymPtr<T> p, T value, int peer, CallSite site) const {
+  GNIO_ATOMIC_TARGET("atomic_fetch_add");
+  return dev::atomic_fetch_add(a, value, dev::Order::AcqRel);
+}
+template <class T>
+GNIO_HD inline T DeviceComm::atomic_compare_swap(SymPtr<T> p, T expected, T desired, int peer,
+                                                 CallSite site) const {
+  GNIO_ATOMIC_TARGET("atomic_compare_swap");
+  return dev::atomic_compare_swap(a, expected, desired, dev::Order::AcqRel);
+}
+template <class T>
+GNIO_HD inline T DeviceComm::atomic_swap(SymPtr<T> p, T value, int peer, CallSite site) const {
+  GNIO_ATOMIC_TARGET("atomic_swap");
+  return dev::atomic_exchange(a, value, dev::Order::AcqRel);
+}
+
+#undef GNIO_ATOMIC_TARGET
+
+// ---------------------------------------------------------------------------------------------
+// team synchronisation
+
+template <class Coop>
+GNIO_HD inline Status DeviceComm::sync(const Team& team, CallSite site) const {
+  const Coop g{};
+  if (!team.contains_me()) {
+    if (g.leader()) report(Status::InvalidArgument, "sync (not a team member)", -1, 0, 0, 0, Cmp::Eq, 0, site);
+    return Status::InvalidArgument;
+  }
+  std::uint64_t* epoch_word = local(team.sync_epoch);
+  g.sync();
+  if (g.leader()) *epoch_word += 1;
+  g.sync();
+  const std::uint64_t epoch = *epoch_word;
+  Status st = Status::Ok;
+  for (int i = static_cast<int>(g.rank()); i < team.size; i += static_cast<int>(g.size())) {
+    const int peer = team.world_rank(i);
+    if (!check_target("sync", peer, team.sync_flags.offset, sizeof(std::uint64_t) * team.size, site)) {
+      st = Status::Unsupported;
+      continue;
+    }
+    dev::atomic_store(peer_ptr(team.sync_flags + team.index, peer), epoch, dev::Order::Release);
+  }
+  for (int i = static_cast<int>(g.rank()); i < team.size && st == Status::Ok; i += static_cast<int>(g.size())) {
+    std::uint64_t* flag = local(team.sync_flags + i);
+    st = wait_until(
+        [&](std::uint64_t& seen) {
+          seen = dev::atomic_load(flag, dev::Order::Acquire);
+          return seen >= epoch;
+        },
+        "sync", team.world_rank(i), (team.sync_flags + i).offset, Cmp::Ge, epoch, site);
+  }
+  g.sync();
+  return st;
+}
+
+template <class Coop>
+GNIO_HD inline Status DeviceComm::barrier(const Team& team, CallSite site) const {
+  quiet();
+  return sync<Coop>(team, site);
+}
+
+}  // namespace gnio

@@ -1,0 +1,63 @@
+// What device-side operations report, and the record a failed wait leaves for the host.
+#pragma once
+
+#include <cstdint>
+
+#include "gnio/device/atomic.hpp"
+#include "gnio/device/macros.hpp"
+
+namespace gnio {
+
+/// Outcome of a device-side wait, test or barrier.
+enum class Status : std::uint32_t {
+  Ok = 0,
+  /// The wait's deadline (GNIO_TIMEOUT) passed; a StallRecord says where.
+  Timeout = 1,
+  /// The communicator was aborted (Comm::abort or an earlier device error); nothing waited.
+  Aborted = 2,
+  /// The peer is not reachable by any transport compiled in and configured.
+  Unsupported = 3,
+  /// A bad argument reached the device (peer out of range, ...).
+  InvalidArgument = 4,
+};
+
+/// Comparison of wait_signal/test: is `seen <cmp> value`?
+enum class Cmp : std::uint32_t { Eq, Ne, Gt, Ge, Lt, Le };
+
+GNIO_HD_INLINE bool compare(std::uint64_t seen, Cmp cmp, std::uint64_t value) {
+  switch (cmp) {
+    case Cmp::Eq: return seen == value;
+    case Cmp::Ne: return seen != value;
+    case Cmp::Gt: return seen > value;
+    case Cmp::Ge: return seen >= value;
+    case Cmp::Lt: return seen < value;
+    default: return seen <= value;
+  }
+}
+
+/// Where a device operation gave up, written once per communicator into host-mapped memory by
+/// the first thread that fails; Comm::check() turns it into a gnio::Error.
+struct StallRecord {
+  std::uint32_t state;        ///< 0 empty, 1 being written, 2 complete (release-published)
+  Status status;              ///< why
+  std::int32_t rank;          ///< the rank that stalled
+  std::int32_t peer;          ///< the peer it waited on or addressed (-1 if none/several)
+  std::uint64_t heap_offset;  ///< symmetric-heap offset of the watched word (~0 if none)
+  std::uint64_t expected;     ///< the value compared against
+  std::uint64_t seen;         ///< the last value read
+  std::uint32_t cmp;          ///< Cmp used
+  std::uint32_t line;         ///< call site line
+  std::uint64_t waited_ns;    ///< how long it waited
+  char op[32];                ///< operation name ("wait_signal", "barrier", "put", ...)
+  char file[96];              ///< call site file (tail of the path)
+};
+
+/// Control words shared between the host and every kernel of a communicator (host-mapped).
+struct DeviceControl {
+  /// 0 = running; non-zero = stop waiting (1 = aborted by the host, 2 = a device error recorded).
+  std::uint32_t abort;
+  std::uint32_t pad;
+  StallRecord stall;
+};
+
+}  // namespace gnio

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gnio needs to build and test, when they are missing. Safe to run
+# again; does nothing when everything is present. Needs root (or sudo) only when installing.
+set -euo pipefail
+packages=(cmake ninja-build g++ make pkg-config git python3 libgtest-dev iproute2)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "gnio: installing missing packages: ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "gnio: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+    sudo=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

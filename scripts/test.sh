@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The README's second command: installs what is missing, builds gnio with warnings as errors,
+# runs the whole test suite, then the ThreadSanitizer and AddressSanitizer+UBSan builds of the
+# host-backend suite. Exits non-zero on any failure. Logs go to build*/Testing.
+#   scripts/test.sh            everything
+#   scripts/test.sh --quick    the main build's tests only (no sanitizer builds)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+"$root/scripts/setup-deps.sh"
+export NCCL_NVLS_ENABLE=0
+failed=()
+run_suite() {  # name build_dir ctest-args...
+  local name=$1 dir=$2; shift 2
+  echo "=== gnio tests: $name ==="
+  if ! (cd "$dir" && ctest --output-on-failure --timeout 1200 -j "${TEST_JOBS:-2}" "$@"); then
+    failed+=("$name")
+  fi
+}
+"$root/scripts/build.sh" "$root/build" -DGNIO_WERROR=ON
+run_suite main "$root/build" -LE gpu
+if [ "$quick" = 0 ]; then
+  "$root/scripts/build.sh" "$root/build-tsan" -DGNIO_SANITIZE=thread -DGNIO_WERROR=ON -DGNIO_BUILD_EXAMPLES=OFF
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_suite tsan "$root/build-tsan" -LE "gpu|nosan"
+  "$root/scripts/build.sh" "$root/build-asan" -DGNIO_SANITIZE=address -DGNIO_WERROR=ON -DGNIO_BUILD_EXAMPLES=OFF
+  ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" run_suite asan "$root/build-asan" -LE "gpu|nosan"
+fi
+if ((${#failed[@]})); then
+  echo "gnio tests FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "gnio tests passed"

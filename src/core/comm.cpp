@@ -1,0 +1,466 @@
+#include "gnio/comm.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "base/deadline.hpp"
+#include "base/fail.hpp"
+#include "core/comm_impl.hpp"
+#include "gnio/config.hpp"
+#include "gnio/log.hpp"
+
+namespace gnio {
+
+const char* to_string(Backend b) noexcept {
+  switch (b) {
+    case Backend::Auto: return "auto";
+    case Backend::Cuda: return "cuda";
+    case Backend::Host: return "host";
+  }
+  return "?";
+}
+
+namespace detail {
+namespace {
+
+/// What every rank tells every other at creation.
+struct RankCard {
+  char node_id[112];
+  std::int32_t backend;
+  std::int32_t device;
+  std::uint32_t heap_id;  // rank 0's proposal is used
+  std::uint32_t pad;
+};
+
+std::string default_node_id() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  return std::string(host) + "/" + boot.substr(0, 8);
+}
+
+Backend resolve_backend(const CommOptions& options) {
+  Backend b = options.backend;
+  if (b == Backend::Auto) {
+    std::string env = config_text("GNIO_BACKEND");
+    if (env == "cuda") b = Backend::Cuda;
+    else if (env == "host") b = Backend::Host;
+    else if (env != "auto")
+      fail(ErrorClass::InvalidArgument, "GNIO_BACKEND='%s' is not one of auto, cuda, host", env.c_str());
+  }
+  if (b == Backend::Auto) b = platform::cuda_device_count() > 0 ? Backend::Cuda : Backend::Host;
+  return b;
+}
+
+}  // namespace
+
+CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommOptions& options)
+    : info(std::move(launch)), bootstrap(std::move(bs)) {
+  const int rank = bootstrap->rank();
+  const int size = bootstrap->size();
+  set_log_rank(rank);
+  timeout_s = config_seconds("GNIO_TIMEOUT");
+
+  // Who is on which node, and does everyone agree on the backend?
+  backend_kind = resolve_backend(options);
+  node_id = config_text("GNIO_NODE_ID");
+  if (node_id.empty()) node_id = default_node_id();
+  std::vector<RankCard> cards(size);
+  RankCard& mine = cards[rank];
+  std::memset(&mine, 0, sizeof(mine));
+  std::strncpy(mine.node_id, node_id.c_str(), sizeof(mine.node_id) - 1);
+  mine.backend = static_cast<std::int32_t>(backend_kind);
+  mine.heap_id = static_cast<std::uint32_t>(std::random_device{}()) | 1u;
+  bootstrap->allgather(cards.data(), sizeof(RankCard));
+  heap_id = cards[0].heap_id;
+  std::vector<std::string> node_names;
+  node_of_rank.resize(size);
+  for (int r = 0; r < size; ++r) {
+    std::string id(cards[r].node_id, strnlen(cards[r].node_id, sizeof(cards[r].node_id)));
+    auto it = std::find(node_names.begin(), node_names.end(), id);
+    node_of_rank[r] = static_cast<int>(it - node_names.begin());
+    if (it == node_names.end()) node_names.push_back(id);
+  }
+  nodes = static_cast<int>(node_names.size());
+  node = node_of_rank[rank];
+  for (int r = 0; r < size; ++r)
+    if (node_of_rank[r] == node) node_ranks.push_back(r);
+  local_rank = static_cast<int>(std::find(node_ranks.begin(), node_ranks.end(), rank) - node_ranks.begin());
+  for (int r : node_ranks)
+    if (cards[r].backend != mine.backend)
+      fail(ErrorClass::InvalidArgument,
+           "rank %d uses the %s backend but rank %d on the same node uses %s; set GNIO_BACKEND "
+           "the same way for every rank",
+           rank, to_string(backend_kind), r, to_string(static_cast<Backend>(cards[r].backend)));
+
+  // The platform backend: the GPU follows the launcher's local rank when it gave one.
+  if (backend_kind == Backend::Cuda) {
+    int count = platform::cuda_device_count();
+    if (count == 0)
+      fail(ErrorClass::Unsupported,
+           "rank %d: GNIO_BACKEND=cuda but no usable GPU is visible (CUDA_VISIBLE_DEVICES, driver); "
+           "use GNIO_BACKEND=host to run on CPUs",
+           rank);
+    long long dev = options.device >= 0 ? options.device : config_int("GNIO_DEVICE");
+    if (dev < 0) dev = (info.local_rank >= 0 ? info.local_rank : local_rank) % count;
+    GNIO_REQUIRE(dev < count, "rank %d: GPU %lld requested (GNIO_DEVICE) but only %d are visible", rank, dev, count);
+    backend = platform::make_cuda_backend(static_cast<int>(dev));
+  } else {
+    backend = platform::make_host_backend();
+  }
+  backend->create_stream(&cuda_stream, &host_stream);
+  control = static_cast<DeviceControl*>(backend->alloc_host_mapped(sizeof(DeviceControl)));
+
+  // The symmetric heap, mapped by every rank of the node.
+  fds = std::make_unique<FdExchange>(*bootstrap, node_ranks, bootstrap->token());
+  HeapConfig hc{config_size("GNIO_HEAP_SIZE"), config_size("GNIO_HEAP_CHUNK"), config_size("GNIO_HEAP_MAX")};
+  GNIO_REQUIRE(hc.chunk > 0, "GNIO_HEAP_CHUNK must be positive");
+  heap = std::make_unique<SymmetricHeap>(*backend, *bootstrap, *fds, node_ranks, local_rank, hc);
+
+  // Internal tables: the node-local index of every rank (only read when node ranks are not
+  // contiguous), and the world and node teams.
+  std::vector<std::int16_t> local_index(size, -1);
+  for (std::size_t i = 0; i < node_ranks.size(); ++i) local_index[node_ranks[i]] = static_cast<std::int16_t>(i);
+  local_index_table = alloc_internal(sizeof(std::int16_t) * size).cast<std::int16_t>();
+  backend->copy(heap->local_base() + local_index_table.offset, local_index.data(),
+                sizeof(std::int16_t) * size, internal_stream());
+  backend->stream_synchronize(internal_stream());
+  std::vector<int> all(size);
+  for (int r = 0; r < size; ++r) all[r] = r;
+  world = make_team(all);
+  node_team = make_team(node_ranks);
+  GNIO_INFO(Init, "rank %d/%d: node %d/%d (%s), local rank %d/%zu, backend %s, %s", rank, size, node,
+            nodes, node_id.c_str(), local_rank, node_ranks.size(), to_string(backend_kind),
+            backend->describe().c_str());
+}
+
+CommImpl::~CommImpl() {
+  // Memory a peer might still write must stay mapped until every rank is done with it: finish
+  // this rank's device work, then meet the others, then unmap.
+  try {
+    backend->device_synchronize();
+  } catch (const std::exception& e) {
+    GNIO_WARN(Init, "teardown: device work ended with an error: %s", e.what());
+  }
+  if (!aborted.load()) {
+    try {
+      bootstrap->barrier();
+    } catch (const std::exception& e) {
+      GNIO_WARN(Init, "teardown: not every rank reached the final barrier (%s); unmapping anyway", e.what());
+    }
+  }
+  heap.reset();
+  fds.reset();
+  if (control) backend->free_host_mapped(control);
+  backend->destroy_stream(cuda_stream, host_stream);
+  backend.reset();
+}
+
+StreamRef CommImpl::internal_stream() const {
+  return host_stream ? StreamRef(host_stream) : StreamRef(cuda_stream);
+}
+
+SymPtr<char> CommImpl::alloc_internal(std::size_t bytes) {
+  std::uint64_t off = heap->allocate(bytes, 256);
+  internal_bytes += bytes;
+  backend->fill(heap->local_base() + off, 0, bytes, internal_stream());
+  backend->stream_synchronize(internal_stream());
+  return SymPtr<char>{heap_id, 0, off};
+}
+
+Team CommImpl::make_team(const std::vector<int>& members) {
+  Team t;
+  t.id = next_team_id++;
+  t.size = static_cast<int>(members.size());
+  auto me = std::find(members.begin(), members.end(), bootstrap->rank());
+  t.index = me == members.end() ? -1 : static_cast<int>(me - members.begin());
+  bool strided = members.size() <= 1 || members[1] > members[0];
+  for (std::size_t i = 2; strided && i < members.size(); ++i)
+    strided = members[i] - members[i - 1] == members[1] - members[0];
+  // Every rank allocates (the heap is collective) even when it is not a member.
+  const int max_size = t.size;
+  t.sync_flags = alloc_internal(sizeof(std::uint64_t) * std::max(max_size, 1)).cast<std::uint64_t>();
+  t.sync_epoch = alloc_internal(sizeof(std::uint64_t)).cast<std::uint64_t>();
+  if (strided) {
+    t.start = members.empty() ? 0 : members[0];
+    t.stride = members.size() > 1 ? members[1] - members[0] : 1;
+  } else {
+    SymPtr<int> table = alloc_internal(sizeof(int) * members.size()).cast<int>();
+    int* local_table = reinterpret_cast<int*>(heap->local_base() + table.offset);
+    backend->copy(local_table, members.data(), sizeof(int) * members.size(), internal_stream());
+    backend->stream_synchronize(internal_stream());
+    t.stride = 0;
+    t.members_table = local_table;
+  }
+  // Flags must be clear everywhere before any member can write into a peer's copy.
+  bootstrap->barrier();
+  return t;
+}
+
+std::string CommImpl::describe_offset(std::uint64_t offset) const {
+  if (offset == ~0ull) return "no address";
+  return format("symmetric-heap offset 0x%llx", static_cast<unsigned long long>(offset));
+}
+
+void CommImpl::check() const {
+  const StallRecord& r = control->stall;
+  if (dev::atomic_load(const_cast<std::uint32_t*>(&r.state), dev::Order::Acquire) == 2u) {
+    static const char* kCmp[] = {"==", "!=", ">", ">=", "<", "<="};
+    std::string where = format("%s at %s:%u", r.op, r.file, r.line);
+    switch (r.status) {
+      case Status::Timeout:
+        fail(ErrorClass::Timeout,
+             "rank %d: device wait timed out after %.3f s in %s: waited for the word at %s to be "
+             "%s %llu, last saw %llu%s. The peer that should have written it is stalled, dead or "
+             "never got there; raise GNIO_TIMEOUT if it is just slow",
+             r.rank, r.waited_ns / 1e9, where.c_str(), describe_offset(r.heap_offset).c_str(),
+             kCmp[r.cmp < 6 ? r.cmp : 0], static_cast<unsigned long long>(r.expected),
+             static_cast<unsigned long long>(r.seen),
+             r.peer >= 0 ? format(" (expected from rank %d)", r.peer).c_str() : "");
+      case Status::Unsupported:
+        fail(ErrorClass::Unsupported,
+             "rank %d: %s targeted rank %d, which no transport reaches (it is on another node and "
+             "no network transport is configured)",
+             r.rank, where.c_str(), r.peer);
+      case Status::InvalidArgument:
+        fail(ErrorClass::InvalidArgument,
+             "rank %d: %s got a bad argument: peer %d, %s, %llu bytes (heap holds %llu bytes per "
+             "rank; fetch the DeviceComm again after alloc)",
+             r.rank, where.c_str(), r.peer, describe_offset(r.heap_offset).c_str(),
+             static_cast<unsigned long long>(r.expected), static_cast<unsigned long long>(r.seen));
+      default:
+        fail(ErrorClass::Internal, "rank %d: device error %u in %s", r.rank,
+             static_cast<unsigned>(r.status), where.c_str());
+    }
+  }
+  if (aborted.load())
+    fail(ErrorClass::RemoteError, "rank %d: the communicator was aborted", bootstrap->rank());
+}
+
+}  // namespace detail
+
+// ------------------------------------------------------------------------------------------------
+
+Comm::Comm(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}
+Comm::Comm(Comm&&) noexcept = default;
+Comm& Comm::operator=(Comm&&) noexcept = default;
+Comm::Comm(const Comm&) = default;
+Comm& Comm::operator=(const Comm&) = default;
+Comm::~Comm() = default;
+
+Comm Comm::from_env(const CommOptions& options) {
+  LaunchInfo info = launch_info_from_env();
+  std::unique_ptr<Bootstrap> bs = Bootstrap::from_env();
+  return Comm(std::make_shared<detail::CommImpl>(std::move(bs), std::move(info), options));
+}
+
+Comm Comm::from_unique_id(const UniqueId& id, int rank, int size, const CommOptions& options) {
+  GNIO_REQUIRE(size > 0 && rank >= 0 && rank < size, "from_unique_id: rank %d is not in [0, %d)", rank, size);
+  LaunchInfo info;
+  info.rank = rank;
+  info.size = size;
+  info.source = "unique-id";
+  std::unique_ptr<Bootstrap> bs = Bootstrap::create(id, rank, size);
+  return Comm(std::make_shared<detail::CommImpl>(std::move(bs), std::move(info), options));
+}
+
+int Comm::rank() const noexcept { return impl_->bootstrap->rank(); }
+int Comm::size() const noexcept { return impl_->bootstrap->size(); }
+int Comm::local_rank() const noexcept { return impl_->local_rank; }
+int Comm::local_size() const noexcept { return static_cast<int>(impl_->node_ranks.size()); }
+int Comm::node() const noexcept { return impl_->node; }
+int Comm::nodes() const noexcept { return impl_->nodes; }
+const std::string& Comm::node_id() const noexcept { return impl_->node_id; }
+const std::vector<int>& Comm::node_ranks() const noexcept { return impl_->node_ranks; }
+Backend Comm::backend() const noexcept { return impl_->backend_kind; }
+int Comm::device() const noexcept { return impl_->backend->device(); }
+std::string Comm::device_description() const { return impl_->backend->describe(); }
+const std::string& Comm::launch_source() const noexcept { return impl_->info.source; }
+Bootstrap& Comm::bootstrap() const { return *impl_->bootstrap; }
+
+SymPtr<char> Comm::alloc_bytes(std::size_t bytes, std::size_t align) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::uint64_t off = impl_->heap->allocate(bytes, align);
+  return SymPtr<char>{impl_->heap_id, 0, off};
+}
+
+void Comm::free_bytes(SymPtr<char> p) {
+  if (p.is_null()) return;
+  GNIO_REQUIRE(p.heap == impl_->heap_id, "free: the pointer belongs to another communicator's heap");
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  GNIO_REQUIRE(impl_->heap->allocation_size(p.offset) != 0,
+               "free: offset 0x%llx is not a live symmetric allocation (double free?); nothing was freed",
+               static_cast<unsigned long long>(p.offset));
+  impl_->backend->device_synchronize();
+  impl_->bootstrap->barrier();
+  impl_->heap->free(p.offset);
+}
+
+void* Comm::local_address(SymPtr<char> p) const {
+  GNIO_REQUIRE(p.heap == impl_->heap_id, "local: the pointer is null or belongs to another communicator");
+  return impl_->heap->local_base() + p.offset;
+}
+
+void* Comm::peer_address(SymPtr<char> p, int peer_rank) const {
+  GNIO_REQUIRE(p.heap == impl_->heap_id, "peer: the pointer is null or belongs to another communicator");
+  GNIO_REQUIRE(peer_rank >= 0 && peer_rank < size(), "peer: rank %d is not in [0, %d)", peer_rank, size());
+  auto it = std::find(impl_->node_ranks.begin(), impl_->node_ranks.end(), peer_rank);
+  if (it == impl_->node_ranks.end()) return nullptr;
+  return impl_->heap->base() + static_cast<std::uint64_t>(it - impl_->node_ranks.begin()) * impl_->heap->stride() + p.offset;
+}
+
+void* Comm::alloc_device(std::size_t bytes) { return impl_->backend->alloc_device(bytes); }
+void Comm::free_device(void* p) { impl_->backend->free_device(p); }
+void Comm::copy(void* dst, const void* src, std::size_t bytes, StreamRef stream) {
+  impl_->backend->copy(dst, src, bytes, stream);
+}
+void Comm::fill(void* dst, int value, std::size_t bytes, StreamRef stream) {
+  impl_->backend->fill(dst, value, bytes, stream);
+}
+
+MemoryStats Comm::memory_stats() const {
+  MemoryStats s;
+  s.heap_mapped = impl_->heap->mapped();
+  s.heap_in_use = impl_->heap->in_use();
+  s.heap_internal = impl_->internal_bytes;
+  s.heap_reserved_va = impl_->heap->reserved_va();
+  s.peer_mapped = impl_->heap->mapped() * (impl_->node_ranks.size() - 1);
+  s.host_pinned = sizeof(DeviceControl);
+  return s;
+}
+
+const Team& Comm::world() const noexcept { return impl_->world; }
+const Team& Comm::node_team() const noexcept { return impl_->node_team; }
+
+Team Comm::split(const Team& parent, int color, int key) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  struct Entry {
+    std::int32_t color, key, parent_index, rank;
+  };
+  const int size = impl_->bootstrap->size();
+  std::vector<Entry> all(size);
+  all[rank()] = {parent.contains_me() ? color : -1, key, parent.index, rank()};
+  impl_->bootstrap->allgather(all.data(), sizeof(Entry));
+  std::vector<Entry> mine;
+  if (color >= 0 && parent.contains_me())
+    for (const Entry& e : all)
+      if (e.color == color && e.parent_index >= 0) mine.push_back(e);
+  std::sort(mine.begin(), mine.end(), [](const Entry& a, const Entry& b) {
+    return a.key != b.key ? a.key < b.key : a.parent_index < b.parent_index;
+  });
+  // Teams are created in the same order everywhere: one per distinct color, ascending.
+  std::vector<int> colors;
+  for (const Entry& e : all)
+    if (e.color >= 0 && e.parent_index >= 0 && std::find(colors.begin(), colors.end(), e.color) == colors.end())
+      colors.push_back(e.color);
+  std::sort(colors.begin(), colors.end());
+  Team result;
+  result.index = -1;
+  for (int c : colors) {
+    std::vector<Entry> members;
+    for (const Entry& e : all)
+      if (e.color == c && e.parent_index >= 0) members.push_back(e);
+    std::sort(members.begin(), members.end(), [](const Entry& a, const Entry& b) {
+      return a.key != b.key ? a.key < b.key : a.parent_index < b.parent_index;
+    });
+    std::vector<int> ranks;
+    for (const Entry& e : members) ranks.push_back(e.rank);
+    Team t = impl_->make_team(ranks);
+    if (c == color && parent.contains_me()) result = t;
+  }
+  return result;
+}
+
+Team Comm::split_strided(const Team& parent, int start, int stride, int size) {
+  GNIO_REQUIRE(start >= 0 && stride >= 1 && size >= 1 && start + (size - 1) * stride < parent.size,
+               "split_strided: start %d, stride %d, size %d do not fit a team of %d", start, stride,
+               size, parent.size);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::vector<int> ranks;
+  for (int i = 0; i < size; ++i) ranks.push_back(parent.world_rank(start + i * stride));
+  return impl_->make_team(ranks);
+}
+
+DeviceComm Comm::device_comm() const {
+  const detail::CommImpl& c = *impl_;
+  DeviceComm d;
+  d.rank_ = rank();
+  d.size_ = size();
+  d.local_rank_ = c.local_rank;
+  d.local_size_ = static_cast<int>(c.node_ranks.size());
+  d.node_first_ = c.node_ranks.front();
+  d.node_contiguous_ = c.node_ranks.back() - c.node_ranks.front() + 1 == static_cast<int>(c.node_ranks.size());
+  d.heap_id_ = c.heap_id;
+  d.heap_base_ = c.heap->base();
+  d.heap_stride_ = c.heap->stride();
+  d.heap_bytes_ = c.heap->mapped();
+  d.local_index_ = reinterpret_cast<const std::int16_t*>(c.heap->local_base() + c.local_index_table.offset);
+  d.control_ = c.control;
+  d.timeout_ns_ = static_cast<std::uint64_t>(c.timeout_s * 1e9);
+  d.world_ = c.world;
+  d.node_ = c.node_team;
+  return d;
+}
+
+void Comm::check() const { impl_->check(); }
+
+void Comm::synchronize(StreamRef stream) const {
+  const double limit = impl_->timeout_s > 0 ? impl_->timeout_s + 30 : 0;
+  Deadline deadline = Deadline::after(limit);
+  for (std::uint32_t it = 0;; ++it) {
+    if (impl_->backend->stream_idle(stream)) {
+      impl_->backend->stream_synchronize(stream);  // surfaces errors the stream captured
+      check();
+      return;
+    }
+    check();
+    if (deadline.expired())
+      fail(ErrorClass::Timeout,
+           "rank %d: the stream did not finish within %.0f s and no gnio wait reported a stall; "
+           "a kernel may be spinning outside gnio's bounded waits",
+           rank(), limit);
+    std::this_thread::sleep_for(std::chrono::microseconds(it < 100 ? 5 : 200));
+  }
+}
+
+void Comm::abort() noexcept {
+  impl_->aborted.store(true);
+  dev::atomic_store(&impl_->control->abort, 1u, dev::Order::Release);
+}
+
+bool Comm::aborted() const noexcept {
+  return impl_->aborted.load() || dev::atomic_load(&impl_->control->abort, dev::Order::Acquire) != 0;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+Stream::Stream(const Comm& comm) : comm_(comm.impl()) { comm_->backend->create_stream(&cuda_, &host_); }
+Stream::~Stream() {
+  if (comm_) comm_->backend->destroy_stream(cuda_, host_);
+}
+Stream::Stream(Stream&& o) noexcept : comm_(std::move(o.comm_)), cuda_(o.cuda_), host_(o.host_) {
+  o.cuda_ = nullptr;
+  o.host_ = nullptr;
+}
+Stream& Stream::operator=(Stream&& o) noexcept {
+  if (this != &o) {
+    if (comm_) comm_->backend->destroy_stream(cuda_, host_);
+    comm_ = std::move(o.comm_);
+    cuda_ = o.cuda_;
+    host_ = o.host_;
+    o.cuda_ = nullptr;
+    o.host_ = nullptr;
+  }
+  return *this;
+}
+void Stream::synchronize() const { comm_->backend->stream_synchronize(*this); }
+
+}  // namespace gnio

@@ -1,0 +1,59 @@
+// The state behind a Comm (internal).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/fd_exchange.hpp"
+#include "gnio/comm.hpp"
+#include "memory/symmetric_heap.hpp"
+#include "platform/backend.hpp"
+
+namespace gnio::detail {
+
+class CommImpl {
+ public:
+  CommImpl(std::unique_ptr<Bootstrap> bootstrap, LaunchInfo info, const CommOptions& options);
+  ~CommImpl();
+
+  /// Allocates `bytes` of gnio-internal symmetric memory (collective) and clears it on this rank.
+  SymPtr<char> alloc_internal(std::size_t bytes);
+  /// Builds a team from its world ranks (collective over all ranks).
+  Team make_team(const std::vector<int>& members);
+  /// Describes the symmetric-heap location `offset` for error messages.
+  std::string describe_offset(std::uint64_t offset) const;
+  /// Throws the recorded device error, if any.
+  void check() const;
+
+  LaunchInfo info;
+  std::unique_ptr<Bootstrap> bootstrap;
+  std::unique_ptr<platform::Backend> backend;
+  Backend backend_kind = Backend::Host;
+  std::string node_id;
+  int node = 0;
+  int nodes = 1;
+  std::vector<int> node_ranks;
+  int local_rank = 0;
+  std::vector<int> node_of_rank;  // node index of every rank
+  std::unique_ptr<FdExchange> fds;
+  std::unique_ptr<SymmetricHeap> heap;
+  std::uint32_t heap_id = 0;
+  DeviceControl* control = nullptr;
+  CUstream_st* cuda_stream = nullptr;  // internal stream for setup copies
+  HostStream* host_stream = nullptr;
+  SymPtr<std::int16_t> local_index_table{};
+  Team world{};
+  Team node_team{};
+  std::uint32_t next_team_id = 0;
+  std::size_t internal_bytes = 0;
+  double timeout_s = 0;
+  std::atomic<bool> aborted{false};
+  mutable std::mutex mutex;  // serialises collective host calls made from several threads
+
+  StreamRef internal_stream() const;
+};
+
+}  // namespace gnio::detail

@@ -1,0 +1,713 @@
+#include "platform/cuda/cuda_backend.hpp"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+
+#include "base/fail.hpp"
+#include "gnio/log.hpp"
+#include "platform/cuda/cuda_driver.hpp"
+#include "platform/cuda/cuda_error.hpp"
+
+namespace gnio::platform {
+namespace {
+
+using cuda_impl::driver_api;
+using cuda_impl::DriverApi;
+using cuda_impl::error_text;
+
+static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(CudaIpcHandle::bytes),
+              "CudaIpcHandle must hold a cudaIpcMemHandle_t exactly");
+static_assert(sizeof(CUmemGenericAllocationHandle) <= sizeof(ShareableChunk::handle),
+              "ShareableChunk::handle must hold a CUmemGenericAllocationHandle");
+
+/// The granule of cudaMalloc'ed memory, used as granularity() where VMM is unavailable.
+constexpr std::size_t kFallbackGranularity = std::size_t{2} << 20;
+
+const char* visible_devices() {
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  return v ? v : "(unset)";
+}
+
+/// Makes `device` current on the calling thread for one backend call, then restores the device
+/// the thread had. A thread without a current context is left on `device`: "restoring" it with
+/// cudaSetDevice would create a context on GPU 0, costing that GPU hundreds of MiB per process.
+class ScopedDevice {
+ public:
+  /// Throws Error(SystemError) when the device cannot be made current.
+  explicit ScopedDevice(int device) : ScopedDevice(device, true) {}
+  /// For noexcept paths: a failure is logged and the call goes on with whatever is current.
+  /// (Returned by guaranteed copy elision: the class is neither copyable nor movable.)
+  static ScopedDevice quiet(int device) noexcept { return ScopedDevice(device, false); }
+
+  ~ScopedDevice() {
+    if (restore_ >= 0 && cudaSetDevice(restore_) != cudaSuccess) (void)cudaGetLastError();
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  ScopedDevice(int device, bool throwing) {
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess) {
+      (void)cudaGetLastError();
+      current = -1;
+    }
+    if (current == device) return;
+    CUcontext ctx = nullptr;
+    const DriverApi& api = driver_api();
+    bool had_context = api.cuCtxGetCurrent && api.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx;
+    if (cudaError_t err = cudaSetDevice(device); err != cudaSuccess) {
+      if (throwing) cuda_impl::fail_runtime(err, device, "cudaSetDevice(%d)", device);
+      cuda_impl::warn_runtime(err, device, "cudaSetDevice(%d)", device);
+      return;
+    }
+    if (had_context) restore_ = current;
+  }
+
+  int restore_ = -1;  // device to make current again, or -1
+};
+
+/// The stream behind a StreamRef; a host-backend stream is the caller's mistake.
+cudaStream_t cuda_stream(StreamRef s, int device) {
+  GNIO_REQUIRE(!s.is_host(),
+               "a host-backend stream was passed to the cuda backend (GPU %d); use a Stream "
+               "created on this communicator or a cudaStream_t",
+               device);
+  return s.cuda();
+}
+
+std::size_t round_up(std::size_t n, std::size_t granule) {
+  return (n + granule - 1) / granule * granule;
+}
+
+std::uintptr_t address(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+
+/// Zero-fills device memory and waits for it, on the backend's own non-blocking stream: neither
+/// the legacy default stream nor the per-thread one would do, as both wait for the application's
+/// work on stream 0, which may itself be waiting for this rank to finish setting up.
+void zero_device_memory(void* p, std::size_t bytes, int device, cudaStream_t stream) {
+  GNIO_CUDA_CHECK(device, cudaMemsetAsync(p, 0, bytes, stream), "cudaMemsetAsync(%p, 0, %zu bytes)",
+                  p, bytes);
+  GNIO_CUDA_CHECK(device, cudaStreamSynchronize(stream),
+                  "cudaStreamSynchronize (zero-filling %zu bytes)", bytes);
+}
+
+/// Properties of every heap chunk: pinned memory on the GPU, exportable as a POSIX fd, and
+/// registrable with a NIC later (GPUDirect RDMA through UCX) where the driver can set that at
+/// creation time.
+CUmemAllocationProp chunk_properties(int cu_device, bool gdr_capable) {
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = cu_device;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  prop.allocFlags.gpuDirectRDMACapable = gdr_capable ? 1 : 0;
+  return prop;
+}
+
+/// Read/write access for kernels on `cu_device`: VMM mappings start inaccessible, even to the GPU
+/// that owns the memory.
+CUmemAccessDesc read_write_access(int cu_device) {
+  CUmemAccessDesc access = {};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = cu_device;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return access;
+}
+
+/// Driver answers that mean "this system does not allow fd-shared VMM memory" rather than a
+/// failure of this particular call: the memory layer falls back to legacy CUDA IPC on these.
+bool is_refusal(CUresult r) {
+  return r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_NOT_PERMITTED;
+}
+
+[[noreturn]] void fail_refused(int device, const char* call, CUresult r) {
+  fail(ErrorClass::Unsupported,
+       "%s on GPU %d: the driver refuses CUDA VMM memory shared as POSIX file descriptors: %s. "
+       "Node peers cannot map a growable heap here (typical of some containers and virtualised "
+       "GPUs); use legacy CUDA IPC with GNIO_MEM_MAP=ipc (GNIO_MEM_MAP=auto falls back by itself)",
+       call, device, error_text(r).c_str());
+}
+
+}  // namespace
+
+// ---- construction ------------------------------------------------------------------------------
+
+CudaBackend::CudaBackend(int device) : device_(device) {
+  int count = 0;
+  if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
+    (void)cudaGetLastError();
+    fail(ErrorClass::Unsupported,
+         "no usable CUDA driver or GPU (cudaGetDeviceCount: %s); check `nvidia-smi` and "
+         "CUDA_VISIBLE_DEVICES, or run with GNIO_BACKEND=host",
+         error_text(err).c_str());
+  }
+  if (count == 0)
+    fail(ErrorClass::Unsupported,
+         "no GPU is visible (CUDA_VISIBLE_DEVICES=%s); run with GNIO_BACKEND=host or expose GPUs",
+         visible_devices());
+  GNIO_REQUIRE(device >= 0 && device < count,
+               "GPU ordinal %d is out of range: this process sees %d GPU(s) "
+               "(CUDA_VISIBLE_DEVICES=%s); set GNIO_DEVICE to 0..%d, or -1 for LOCAL_RANK modulo "
+               "the GPU count",
+               device, count, visible_devices(), count - 1);
+
+  cudaDeviceProp prop{};
+  GNIO_CUDA_CHECK(device, cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties(%d)",
+                  device);
+  if (prop.major < 7)
+    fail(ErrorClass::Unsupported,
+         "GPU %d (%s) has compute capability %d.%d; gnio needs 7.0 (Volta) or newer for its "
+         "memory model (release/acquire at system scope, __nanosleep)",
+         device, prop.name, prop.major, prop.minor);
+  if (!prop.unifiedAddressing || !prop.canMapHostMemory)
+    fail(ErrorClass::Unsupported,
+         "GPU %d (%s) lacks unified addressing or host-memory mapping, which gnio's flags and "
+         "proxy queues rely on (is this a 64-bit process on a supported OS?)",
+         device, prop.name);
+
+  // Leaves the device current on purpose (see the class comment). cudaFree(nullptr) creates the
+  // primary context now, so that a broken driver or an exclusive-process GPU taken by another
+  // process is reported here rather than at the first allocation.
+  GNIO_CUDA_CHECK(device, cudaSetDevice(device), "cudaSetDevice(%d)", device);
+  GNIO_CUDA_CHECK(device, cudaFree(nullptr), "creating the CUDA context (cudaFree(nullptr))");
+
+  char bus_id[32] = "unknown";
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    std::strcpy(bus_id, "unknown");
+  }
+  description_ = format("%s, sm_%d%d, %d SMs, %.1f GiB, PCI %s", prop.name, prop.major, prop.minor,
+                        prop.multiProcessorCount,
+                        static_cast<double>(prop.totalGlobalMem) / double(1ull << 30), bus_id);
+
+  // CUDA VMM with POSIX-fd handles: probed now so that the memory layer can choose between VMM
+  // and legacy IPC (vmm_supported()) before it allocates anything.
+  const DriverApi& api = driver_api();
+  granularity_ = kFallbackGranularity;
+  if (!api.complete) {
+    vmm_unsupported_reason_ = "the CUDA driver API is not available: " + api.missing;
+  } else {
+    CUdevice cu = 0;
+    GNIO_CU_CHECK(device, api.cuDeviceGet(&cu, device), "cuDeviceGet(%d)", device);
+    cu_device_ = cu;
+    int vmm = 0, posix_fd = 0, gdr = 0;
+    GNIO_CU_CHECK(
+        device,
+        api.cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, cu),
+        "cuDeviceGetAttribute(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)");
+    GNIO_CU_CHECK(
+        device,
+        api.cuDeviceGetAttribute(
+            &posix_fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, cu),
+        "cuDeviceGetAttribute(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)");
+    // Optional: without it the heap still works inside the node (see chunk_properties()).
+    if (api.cuDeviceGetAttribute(&gdr, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+                                 cu) != CUDA_SUCCESS)
+      gdr = 0;
+    gdr_capable_vmm_ = gdr != 0;
+    if (!vmm) {
+      vmm_unsupported_reason_ =
+          "this GPU or driver does not support CUDA virtual memory management";
+    } else if (!posix_fd) {
+      vmm_unsupported_reason_ =
+          "the driver cannot export VMM memory as POSIX file descriptors on this GPU";
+    } else {
+      const CUmemAllocationProp chunk_prop = chunk_properties(cu_device_, gdr_capable_vmm_);
+      std::size_t granule = 0;
+      CUresult r = api.cuMemGetAllocationGranularity(&granule, &chunk_prop,
+                                                     CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+      if (r != CUDA_SUCCESS || granule == 0) {
+        vmm_unsupported_reason_ =
+            "cuMemGetAllocationGranularity for fd-exportable memory failed: " + error_text(r);
+      } else {
+        granularity_ = granule;
+        vmm_supported_ = true;
+      }
+    }
+  }
+  // Last: nothing after it may throw, or the destructor (which destroys it) would not run.
+  GNIO_CUDA_CHECK(device, cudaStreamCreateWithFlags(&internal_stream_, cudaStreamNonBlocking),
+                  "cudaStreamCreateWithFlags (backend's internal stream)");
+  if (vmm_supported_)
+    GNIO_INFO(Init, "GPU %d: %s; CUDA VMM with POSIX fds, granularity %zu KiB%s", device_,
+              description_.c_str(), granularity_ >> 10,
+              gdr_capable_vmm_ ? ", GPUDirect RDMA capable" : "");
+  else
+    GNIO_INFO(Init,
+              "GPU %d: %s; CUDA VMM unavailable (%s): node peers can map memory only through "
+              "legacy CUDA IPC",
+              device_, description_.c_str(), vmm_unsupported_reason_.c_str());
+}
+
+CudaBackend::~CudaBackend() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ScopedDevice guard = ScopedDevice::quiet(device_);
+  if (cudaError_t e = cudaStreamDestroy(internal_stream_); e != cudaSuccess)
+    cuda_impl::warn_runtime(e, device_, "cudaStreamDestroy (backend's internal stream)");
+  if (mappings_.empty() && own_chunks_.empty() && reservations_.empty() &&
+      ipc_allocations_.empty() && ipc_opened_.empty())
+    return;
+  GNIO_INFO(Memory,
+            "GPU %d: releasing what was left at backend destruction: %zu mapping(s), %zu chunk(s), "
+            "%zu reservation(s), %zu IPC allocation(s), %zu opened IPC handle(s)",
+            device_, mappings_.size(), own_chunks_.size(), reservations_.size(),
+            ipc_allocations_.size(), ipc_opened_.size());
+  const DriverApi& api = driver_api();
+  for (const auto& [va, m] : mappings_) {
+    if (CUresult r = api.cuMemUnmap(va, m.bytes); r != CUDA_SUCCESS)
+      cuda_impl::warn_driver(r, device_, "cuMemUnmap(0x%zx, %zu bytes)", size_t{va}, m.bytes);
+    if (m.imported)
+      if (CUresult r = api.cuMemRelease(m.handle); r != CUDA_SUCCESS)
+        cuda_impl::warn_driver(r, device_, "cuMemRelease(imported chunk)");
+  }
+  for (const auto& [fd, handle] : own_chunks_) {
+    if (CUresult r = api.cuMemRelease(handle); r != CUDA_SUCCESS)
+      cuda_impl::warn_driver(r, device_, "cuMemRelease(chunk fd %d)", fd);
+    ::close(fd);
+  }
+  for (const auto& [va, bytes] : reservations_)
+    if (CUresult r = api.cuMemAddressFree(va, bytes); r != CUDA_SUCCESS)
+      cuda_impl::warn_driver(r, device_, "cuMemAddressFree(0x%zx, %zu bytes)", size_t{va}, bytes);
+  for (const auto& [p, opens] : ipc_opened_)
+    for (int i = 0; i < opens; ++i)
+      if (cudaError_t e = cudaIpcCloseMemHandle(reinterpret_cast<void*>(p)); e != cudaSuccess)
+        cuda_impl::warn_runtime(e, device_, "cudaIpcCloseMemHandle(0x%zx)", size_t{p});
+  for (const auto& [p, bytes] : ipc_allocations_)
+    if (cudaError_t e = cudaFree(reinterpret_cast<void*>(p)); e != cudaSuccess)
+      cuda_impl::warn_runtime(e, device_, "cudaFree(IPC allocation 0x%zx)", size_t{p});
+}
+
+// ---- symmetric heap ----------------------------------------------------------------------------
+
+void CudaBackend::require_vmm(const char* what) const {
+  if (!vmm_supported_)
+    fail(ErrorClass::Unsupported,
+         "%s on GPU %d needs CUDA VMM with POSIX-fd handles, which is unavailable: %s. Use legacy "
+         "CUDA IPC with GNIO_MEM_MAP=ipc (GNIO_MEM_MAP=auto falls back by itself)",
+         what, device_, vmm_unsupported_reason_.c_str());
+}
+
+// Callers hold mutex_.
+void CudaBackend::require_in_reservation(const void* at, std::size_t bytes,
+                                         const char* what) const {
+  const std::uintptr_t va = address(at);
+  bool inside = false;
+  // The reservation holding `va`, if any, is the last one starting at or below it.
+  if (auto it = reservations_.upper_bound(va); it != reservations_.begin()) {
+    --it;
+    const std::size_t offset = va - it->first;
+    inside = offset < it->second && bytes <= it->second - offset;
+  }
+  GNIO_REQUIRE(inside,
+               "%s(%p, %zu bytes) on GPU %d: the range is not inside a reservation made by "
+               "reserve() on this backend",
+               what, at, bytes, device_);
+}
+
+void* CudaBackend::reserve(std::size_t bytes, std::size_t align) {
+  require_vmm("reserve");
+  GNIO_REQUIRE(bytes > 0 && bytes <= (std::size_t{1} << 62),
+               "reserve(%zu bytes): the size must be positive and below 2^62", bytes);
+  GNIO_REQUIRE((align & (align - 1)) == 0, "reserve: alignment %zu is not a power of two", align);
+  const std::size_t size = round_up(bytes, granularity_);
+  const std::size_t alignment = std::max(align, granularity_);
+  ScopedDevice guard(device_);
+  CUdeviceptr va = 0;
+  GNIO_CU_CHECK(device_, driver_api().cuMemAddressReserve(&va, size, alignment, 0, 0),
+                "cuMemAddressReserve(%zu bytes, alignment %zu)", size, alignment);
+  std::lock_guard<std::mutex> lock(mutex_);
+  reservations_[va] = size;
+  return reinterpret_cast<void*>(va);
+}
+
+void CudaBackend::release(void* va, std::size_t bytes) {
+  require_vmm("release");
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = reservations_.find(address(va));
+  GNIO_REQUIRE(it != reservations_.end(),
+               "release(%p) on GPU %d: not a reservation of this backend", va, device_);
+  GNIO_REQUIRE(round_up(bytes, granularity_) == it->second,
+               "release(%p, %zu bytes) on GPU %d: the reservation is %zu bytes", va, bytes, device_,
+               it->second);
+  auto m = mappings_.lower_bound(it->first);
+  GNIO_REQUIRE(m == mappings_.end() || m->first >= it->first + it->second,
+               "release(%p) on GPU %d: chunk still mapped at 0x%zx; unmap_chunk() it first", va,
+               device_, size_t{m->first});
+  ScopedDevice guard(device_);
+  GNIO_CU_CHECK(device_, driver_api().cuMemAddressFree(it->first, it->second),
+                "cuMemAddressFree(%p, %zu bytes)", va, it->second);
+  reservations_.erase(it);
+}
+
+void CudaBackend::zero_chunk(std::uint64_t handle, std::size_t bytes) {
+  // A fresh chunk is mapped once, privately, to clear it: the host backend's memfd chunks start
+  // zeroed, and protocol code (signal slots, flags) relies on that on both backends.
+  const DriverApi& api = driver_api();
+  CUdeviceptr va = 0;
+  GNIO_CU_CHECK(device_, api.cuMemAddressReserve(&va, bytes, granularity_, 0, 0),
+                "cuMemAddressReserve(%zu bytes) to zero a new chunk", bytes);
+  bool mapped = false;
+  try {
+    GNIO_CU_CHECK(device_, api.cuMemMap(va, bytes, 0, handle, 0),
+                  "cuMemMap(%zu bytes) to zero a new chunk", bytes);
+    mapped = true;
+    const CUmemAccessDesc access = read_write_access(cu_device_);
+    GNIO_CU_CHECK(device_, api.cuMemSetAccess(va, bytes, &access, 1),
+                  "cuMemSetAccess(%zu bytes) to zero a new chunk", bytes);
+    zero_device_memory(reinterpret_cast<void*>(va), bytes, device_, internal_stream_);
+  } catch (...) {
+    if (mapped) api.cuMemUnmap(va, bytes);
+    api.cuMemAddressFree(va, bytes);
+    throw;
+  }
+  GNIO_CU_CHECK(device_, api.cuMemUnmap(va, bytes), "cuMemUnmap(%zu bytes) after zeroing", bytes);
+  GNIO_CU_CHECK(device_, api.cuMemAddressFree(va, bytes), "cuMemAddressFree(%zu bytes)", bytes);
+}
+
+ShareableChunk CudaBackend::create_chunk(std::size_t bytes) {
+  require_vmm("create_chunk");
+  GNIO_REQUIRE(bytes > 0 && bytes % granularity_ == 0,
+               "create_chunk(%zu bytes) on GPU %d: the size must be a positive multiple of the "
+               "granularity (%zu bytes)",
+               bytes, device_, granularity_);
+  ScopedDevice guard(device_);
+  const DriverApi& api = driver_api();
+
+  const CUmemAllocationProp prop = chunk_properties(cu_device_, gdr_capable_vmm_);
+  CUmemGenericAllocationHandle handle = 0;
+  CUresult r = api.cuMemCreate(&handle, bytes, &prop, 0);
+  if (is_refusal(r)) fail_refused(device_, "cuMemCreate", r);
+  if (r != CUDA_SUCCESS) cuda_impl::fail_driver(r, device_, "cuMemCreate(%zu bytes)", bytes);
+
+  int fd = -1;
+  r = api.cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  if (r != CUDA_SUCCESS) {
+    api.cuMemRelease(handle);
+    if (is_refusal(r)) fail_refused(device_, "cuMemExportToShareableHandle", r);
+    cuda_impl::fail_driver(r, device_, "cuMemExportToShareableHandle(POSIX fd, %zu bytes)", bytes);
+  }
+  try {
+    zero_chunk(handle, bytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    own_chunks_[fd] = handle;
+  } catch (...) {
+    ::close(fd);
+    api.cuMemRelease(handle);
+    throw;
+  }
+  GNIO_TRACE(Memory, "GPU %d: created chunk of %zu bytes, fd %d", device_, bytes, fd);
+  return ShareableChunk{fd, bytes, static_cast<std::uint64_t>(handle)};
+}
+
+void CudaBackend::map_chunk(void* at, std::size_t bytes, int fd, bool own) {
+  require_vmm("map_chunk");
+  const std::uintptr_t va = address(at);
+  GNIO_REQUIRE(at && bytes > 0 && bytes % granularity_ == 0 && va % granularity_ == 0,
+               "map_chunk(%p, %zu bytes) on GPU %d: address and size must be positive multiples "
+               "of the granularity (%zu bytes)",
+               at, bytes, device_, granularity_);
+  GNIO_REQUIRE(fd >= 0, "map_chunk(%p) on GPU %d: invalid file descriptor %d", at, device_, fd);
+  std::lock_guard<std::mutex> lock(mutex_);
+  require_in_reservation(at, bytes, "map_chunk");
+  auto next = mappings_.lower_bound(va);
+  bool overlaps =
+      (next != mappings_.end() && next->first < va + bytes) ||
+      (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second.bytes > va);
+  GNIO_REQUIRE(!overlaps, "map_chunk(%p, %zu bytes) on GPU %d: overlaps an existing mapping", at,
+               bytes, device_);
+  // An own chunk is mapped through its local handle when `fd` is the one create_chunk() returned.
+  // Any other fd (a dup of it, as an fd exchange hands back for the own slot, or a peer's) is
+  // imported: the driver resolves it to the same allocation, and the mapping holds that reference.
+  CUmemGenericAllocationHandle handle = 0;
+  bool import = true;
+  if (auto it = own_chunks_.find(fd); own && it != own_chunks_.end()) {
+    handle = it->second;
+    import = false;
+  }
+
+  ScopedDevice guard(device_);
+  const DriverApi& api = driver_api();
+  if (import) {
+    // The driver takes the fd by value, cast to a pointer, and keeps no reference to it: the
+    // caller may close `fd` as soon as this returns.
+    CUresult r = api.cuMemImportFromShareableHandle(
+        &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)),
+        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    if (is_refusal(r)) fail_refused(device_, "cuMemImportFromShareableHandle", r);
+    if (r != CUDA_SUCCESS)
+      cuda_impl::fail_driver(r, device_,
+                             "cuMemImportFromShareableHandle(fd %d) of %s chunk (is it an fd of a "
+                             "live chunk, received with SCM_RIGHTS?)",
+                             fd, own ? "this rank's" : "a peer's");
+  }
+  auto undo_import = [&] {
+    if (import) api.cuMemRelease(handle);
+  };
+  if (CUresult r = api.cuMemMap(va, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
+    undo_import();
+    cuda_impl::fail_driver(r, device_, "cuMemMap(%p, %zu bytes, %s chunk fd %d)", at, bytes,
+                           own ? "own" : "peer", fd);
+  }
+  const CUmemAccessDesc access = read_write_access(cu_device_);
+  if (CUresult r = api.cuMemSetAccess(va, bytes, &access, 1); r != CUDA_SUCCESS) {
+    api.cuMemUnmap(va, bytes);
+    undo_import();
+    if (own) cuda_impl::fail_driver(r, device_, "cuMemSetAccess(%p, %zu bytes)", at, bytes);
+    fail(ErrorClass::SystemError,
+         "cuMemSetAccess(%p, %zu bytes) for a peer's chunk failed on GPU %d: %s. This GPU cannot "
+         "reach the peer's GPU memory (no peer-to-peer path between the two GPUs; `gnio-info` "
+         "lists which pairs can); place the ranks on GPUs that can, or declare them on different "
+         "nodes (GNIO_NODE_ID) so they communicate through the network transport",
+         at, bytes, device_, error_text(r).c_str());
+  }
+  mappings_[va] = Mapping{bytes, static_cast<std::uint64_t>(handle), import};
+  GNIO_TRACE(Memory, "GPU %d: mapped %s chunk (fd %d) at %p, %zu bytes", device_,
+             own ? "own" : "peer", fd, at, bytes);
+}
+
+void CudaBackend::unmap_chunk(void* at, std::size_t bytes) {
+  require_vmm("unmap_chunk");
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = mappings_.find(address(at));
+  GNIO_REQUIRE(it != mappings_.end() && it->second.bytes == bytes,
+               "unmap_chunk(%p, %zu bytes) on GPU %d: no mapping of that address and size", at,
+               bytes, device_);
+  ScopedDevice guard(device_);
+  const DriverApi& api = driver_api();
+  GNIO_CU_CHECK(device_, api.cuMemUnmap(it->first, bytes), "cuMemUnmap(%p, %zu bytes)", at, bytes);
+  const Mapping m = it->second;
+  mappings_.erase(it);
+  if (m.imported)
+    GNIO_CU_CHECK(device_, api.cuMemRelease(m.handle), "cuMemRelease(peer chunk mapped at %p)", at);
+}
+
+void CudaBackend::close_chunk(ShareableChunk& chunk) {
+  if (chunk.fd < 0 && chunk.handle == 0) return;  // already closed
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = own_chunks_.find(chunk.fd);
+  GNIO_REQUIRE(it != own_chunks_.end() && it->second == chunk.handle,
+               "close_chunk(fd %d) on GPU %d: not a chunk created by this backend", chunk.fd,
+               device_);
+  for (const auto& [va, m] : mappings_)
+    GNIO_REQUIRE(m.imported || m.handle != chunk.handle,
+                 "close_chunk(fd %d) on GPU %d: the chunk is still mapped at 0x%zx; unmap_chunk() "
+                 "it first",
+                 chunk.fd, device_, size_t{va});
+  own_chunks_.erase(it);
+  ScopedDevice guard(device_);
+  CUresult r = driver_api().cuMemRelease(chunk.handle);
+  ::close(chunk.fd);
+  const int fd = chunk.fd;
+  chunk = ShareableChunk{};
+  if (r != CUDA_SUCCESS) cuda_impl::fail_driver(r, device_, "cuMemRelease(chunk fd %d)", fd);
+}
+
+// ---- legacy CUDA IPC ---------------------------------------------------------------------------
+
+CudaIpcAllocation CudaBackend::ipc_alloc(std::size_t bytes) {
+  GNIO_REQUIRE(bytes > 0, "ipc_alloc(0 bytes) on GPU %d: the size must be positive", device_);
+  ScopedDevice guard(device_);
+  void* p = nullptr;
+  GNIO_CUDA_CHECK(device_, cudaMalloc(&p, bytes), "cudaMalloc(%zu bytes) for CUDA IPC", bytes);
+  CudaIpcAllocation out;
+  try {
+    zero_device_memory(p, bytes, device_, internal_stream_);
+    cudaIpcMemHandle_t h;
+    GNIO_CUDA_CHECK(device_, cudaIpcGetMemHandle(&h, p), "cudaIpcGetMemHandle(%p)", p);
+    std::memcpy(out.handle.bytes.data(), &h, sizeof(h));
+    std::lock_guard<std::mutex> lock(mutex_);
+    ipc_allocations_[address(p)] = bytes;
+  } catch (...) {
+    cudaFree(p);
+    throw;
+  }
+  out.ptr = p;
+  out.bytes = bytes;
+  return out;
+}
+
+void* CudaBackend::ipc_open(const CudaIpcHandle& handle) {
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, handle.bytes.data(), sizeof(h));
+  ScopedDevice guard(device_);
+  void* p = nullptr;
+  GNIO_CUDA_CHECK(device_, cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess),
+                  "cudaIpcOpenMemHandle (the handle must come from ipc_alloc() in another "
+                  "process on this node, and that allocation must still be alive)");
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++ipc_opened_[address(p)];
+  return p;
+}
+
+void CudaBackend::ipc_close(void* peer_ptr) noexcept {
+  if (!peer_ptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = ipc_opened_.find(address(peer_ptr));
+  if (it == ipc_opened_.end()) {
+    GNIO_WARN(Memory, "ipc_close(%p) on GPU %d: not opened by ipc_open(); ignored", peer_ptr,
+              device_);
+    return;
+  }
+  if (--it->second == 0) ipc_opened_.erase(it);
+  ScopedDevice guard = ScopedDevice::quiet(device_);
+  if (cudaError_t e = cudaIpcCloseMemHandle(peer_ptr); e != cudaSuccess)
+    cuda_impl::warn_runtime(e, device_, "cudaIpcCloseMemHandle(%p)", peer_ptr);
+}
+
+void CudaBackend::ipc_free(void* ptr) noexcept {
+  if (!ptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (ipc_allocations_.erase(address(ptr)) == 0) {
+    GNIO_WARN(Memory, "ipc_free(%p) on GPU %d: not allocated by ipc_alloc(); ignored", ptr,
+              device_);
+    return;
+  }
+  ScopedDevice guard = ScopedDevice::quiet(device_);
+  if (cudaError_t e = cudaFree(ptr); e != cudaSuccess)
+    cuda_impl::warn_runtime(e, device_, "cudaFree(%p) of an IPC allocation", ptr);
+}
+
+// ---- host-mapped and device memory -------------------------------------------------------------
+
+void* CudaBackend::alloc_host_mapped(std::size_t bytes) {
+  GNIO_REQUIRE(bytes > 0, "alloc_host_mapped(0 bytes) on GPU %d: the size must be positive",
+               device_);
+  ScopedDevice guard(device_);
+  void* p = nullptr;
+  GNIO_CUDA_CHECK(device_, cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
+                  "cudaHostAlloc(%zu bytes, mapped | portable)", bytes);
+  std::memset(p, 0, bytes);
+  // With unified addressing the device sees the host pointer itself; gnio hands that one pointer
+  // to kernels and host code alike, so anything else is a broken assumption, not a fallback case.
+  void* on_device = nullptr;
+  cudaError_t e = cudaHostGetDevicePointer(&on_device, p, 0);
+  if (e != cudaSuccess || on_device != p) {
+    cudaFreeHost(p);
+    if (e != cudaSuccess) cuda_impl::fail_runtime(e, device_, "cudaHostGetDevicePointer(%p)", p);
+    fail(ErrorClass::Internal,
+         "GPU %d maps host memory %p at a different device address %p although it reports "
+         "unified addressing; gnio needs one address for both; please report this",
+         device_, p, on_device);
+  }
+  return p;
+}
+
+void CudaBackend::free_host_mapped(void* p) noexcept {
+  if (!p) return;
+  ScopedDevice guard = ScopedDevice::quiet(device_);
+  if (cudaError_t e = cudaFreeHost(p); e != cudaSuccess)
+    cuda_impl::warn_runtime(e, device_, "cudaFreeHost(%p)", p);
+}
+
+void* CudaBackend::alloc_device(std::size_t bytes) {
+  GNIO_REQUIRE(bytes > 0, "alloc_device(0 bytes) on GPU %d: the size must be positive", device_);
+  ScopedDevice guard(device_);
+  void* p = nullptr;
+  GNIO_CUDA_CHECK(device_, cudaMalloc(&p, bytes), "cudaMalloc(%zu bytes)", bytes);
+  return p;
+}
+
+void CudaBackend::free_device(void* p) noexcept {
+  if (!p) return;
+  ScopedDevice guard = ScopedDevice::quiet(device_);
+  if (cudaError_t e = cudaFree(p); e != cudaSuccess)
+    cuda_impl::warn_runtime(e, device_, "cudaFree(%p)", p);
+}
+
+// ---- streams -----------------------------------------------------------------------------------
+
+void CudaBackend::create_stream(CUstream_st** cuda, detail::HostStream** host) {
+  GNIO_REQUIRE(cuda, "create_stream on GPU %d: the cuda out-pointer is null", device_);
+  if (host) *host = nullptr;
+  ScopedDevice guard(device_);
+  cudaStream_t s = nullptr;
+  // Non-blocking: gnio's streams must not serialise with the application's legacy default stream,
+  // or a collective waiting for a peer could wait behind unrelated work (and deadlock with it).
+  GNIO_CUDA_CHECK(device_, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                  "cudaStreamCreateWithFlags(non-blocking)");
+  *cuda = s;
+}
+
+void CudaBackend::destroy_stream(CUstream_st* cuda, detail::HostStream* host) noexcept {
+  if (host)
+    GNIO_WARN(Init, "destroy_stream on GPU %d: a host-backend stream was passed; ignored", device_);
+  if (!cuda) return;
+  ScopedDevice guard = ScopedDevice::quiet(device_);
+  if (cudaError_t e = cudaStreamDestroy(cuda); e != cudaSuccess)
+    cuda_impl::warn_runtime(e, device_, "cudaStreamDestroy(%p)", static_cast<void*>(cuda));
+}
+
+bool CudaBackend::stream_idle(StreamRef s) {
+  cudaStream_t stream = cuda_stream(s, device_);
+  ScopedDevice guard(device_);
+  cudaError_t e = cudaStreamQuery(stream);
+  if (e == cudaSuccess) return true;
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();  // "not ready" is an answer, not an error a launch check should see
+    return false;
+  }
+  cuda_impl::fail_runtime(e, device_, "cudaStreamQuery(%p)", static_cast<void*>(stream));
+}
+
+void CudaBackend::stream_synchronize(StreamRef s) {
+  cudaStream_t stream = cuda_stream(s, device_);
+  ScopedDevice guard(device_);
+  GNIO_CUDA_CHECK(device_, cudaStreamSynchronize(stream), "cudaStreamSynchronize(%p)",
+                  static_cast<void*>(stream));
+}
+
+void CudaBackend::copy(void* dst, const void* src, std::size_t n, StreamRef s) {
+  cudaStream_t stream = cuda_stream(s, device_);
+  if (n == 0) return;
+  GNIO_REQUIRE(dst && src, "copy(%p <- %p, %zu bytes) on GPU %d: null address", dst, src, n,
+               device_);
+  ScopedDevice guard(device_);
+  GNIO_CUDA_CHECK(device_, cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, stream),
+                  "cudaMemcpyAsync(%p <- %p, %zu bytes)", dst, src, n);
+}
+
+void CudaBackend::fill(void* dst, int value, std::size_t n, StreamRef s) {
+  cudaStream_t stream = cuda_stream(s, device_);
+  if (n == 0) return;
+  GNIO_REQUIRE(dst, "fill(%p, %zu bytes) on GPU %d: null address", dst, n, device_);
+  ScopedDevice guard(device_);
+  GNIO_CUDA_CHECK(device_, cudaMemsetAsync(dst, value, n, stream),
+                  "cudaMemsetAsync(%p, 0x%02x, %zu bytes)", dst, value & 0xff, n);
+}
+
+void CudaBackend::device_synchronize() {
+  ScopedDevice guard(device_);
+  GNIO_CUDA_CHECK(device_, cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+// ---- entry points ------------------------------------------------------------------------------
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  return std::make_unique<CudaBackend>(device);
+}
+
+int cuda_device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    // No driver, no GPU, or a driver older than this cudart: "no GPUs", quietly. The runtime's
+    // last-error state is cleared so a later launch check does not report it.
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+bool cuda_backend_compiled() noexcept {
+  return true;
+}
+
+}  // namespace gnio::platform

@@ -1,0 +1,157 @@
+// The cuda platform backend: one GPU per rank. Symmetric-heap chunks are CUDA VMM allocations
+// exported as POSIX file descriptors (passed to node peers over a Unix socket and mapped at fixed
+// addresses); legacy CUDA IPC handles are the fallback where fd export is refused. See
+// docs/design/platform-cuda.md.
+//
+// This header is plain C++ (no CUDA headers), so host-compiled layers can reach the cuda-only
+// extras (vmm_supported(), ipc_*) with dynamic_cast<CudaBackend*> under #ifdef GNIO_HAVE_CUDA.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "platform/backend.hpp"
+
+namespace gnio::platform {
+
+/// A legacy CUDA IPC memory handle (the 64 bytes of a cudaIpcMemHandle_t). Plain bytes, so it can
+/// travel through the bootstrap's allgather to the node's other processes.
+struct CudaIpcHandle {
+  std::array<std::byte, 64> bytes{};
+};
+
+/// Device memory exportable with legacy CUDA IPC: what ipc_alloc() returns.
+struct CudaIpcAllocation {
+  void* ptr = nullptr;    ///< device address in this process; release with ipc_free()
+  std::size_t bytes = 0;  ///< size as requested
+  CudaIpcHandle handle;   ///< what peers pass to ipc_open()
+};
+
+/// The cuda backend on one GPU. Every method makes the backend's GPU current on the calling
+/// thread for the duration of the call (and restores the caller's device), so the backend may be
+/// used from any thread; the constructor leaves the GPU current on the constructing thread, so
+/// that the application's own kernels land on the rank's GPU. Thread-safe.
+class CudaBackend final : public Backend {
+ public:
+  /// Sets `device` current and checks that it can run gnio: compute capability 7.0 or newer,
+  /// unified addressing, host memory mapping. Throws Error(InvalidArgument) for an ordinal out of
+  /// range, Error(Unsupported) without a driver or for an unsuitable GPU.
+  explicit CudaBackend(int device);
+  /// Releases whatever the owner left mapped, reserved or created (logged), then nothing else:
+  /// the CUDA context stays for other users in the process.
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  BackendKind kind() const noexcept override { return BackendKind::Cuda; }
+  int device() const noexcept override { return device_; }
+  /// "NVIDIA H200, sm_90, 132 SMs, 139.8 GiB, PCI 0000:00:06.0".
+  std::string describe() const override { return description_; }
+
+  // ---- symmetric heap (CUDA VMM) --------------------------------------------------------
+  /// The VMM recommended granularity for an fd-exportable allocation on this GPU (2 MiB on
+  /// Hopper). Without VMM support, 2 MiB, the granule of cudaMalloc and thus of ipc_alloc().
+  std::size_t granularity() const override { return granularity_; }
+  /// cuMemAddressReserve. `bytes` is rounded up to granularity(); `align` (a power of two, 0 =
+  /// granularity()) is raised to granularity(). Throws Error(Unsupported) without VMM.
+  void* reserve(std::size_t bytes, std::size_t align) override;
+  /// cuMemAddressFree of a reservation made by reserve() (same `bytes`); nothing may still be
+  /// mapped inside it.
+  void release(void* va, std::size_t bytes) override;
+  /// cuMemCreate (pinned device memory, POSIX-fd exportable, GPUDirect-RDMA capable where the
+  /// driver supports it) + cuMemExportToShareableHandle; the memory is zero-filled. `bytes` must
+  /// be a positive multiple of granularity(). Throws Error(Unsupported), naming GNIO_MEM_MAP, when
+  /// the driver refuses fd-exportable memory (some containers), so the caller can fall back to
+  /// legacy CUDA IPC.
+  ShareableChunk create_chunk(std::size_t bytes) override;
+  /// cuMemMap + cuMemSetAccess(read/write for this GPU) at `at`, which must lie in a reservation
+  /// of this backend and not overlap another mapping. For `own` with the fd create_chunk()
+  /// returned, the local handle is mapped; any other fd (a peer's chunk, or a dup of an own one)
+  /// is imported with cuMemImportFromShareableHandle. `fd` stays the caller's: it may be closed
+  /// as soon as this returns. Host code reaches the mapped memory only through copy()/fill():
+  /// device memory is not CPU load/store accessible. Throws Error(Unsupported) when the driver
+  /// refuses the import (fd sharing not permitted), Error(SystemError) when this GPU cannot
+  /// reach the peer's (no peer-to-peer path).
+  void map_chunk(void* at, std::size_t bytes, int fd, bool own) override;
+  /// cuMemUnmap of a mapping made by map_chunk (same `at` and `bytes`), releasing the imported
+  /// handle of a peer chunk.
+  void unmap_chunk(void* at, std::size_t bytes) override;
+  /// cuMemRelease of the local handle and close() of the fd. Peers that imported the chunk keep
+  /// the physical memory alive until they unmap it.
+  void close_chunk(ShareableChunk& chunk) override;
+
+  /// True when create_chunk()/map_chunk() can work: the driver offers CUDA VMM with POSIX-fd
+  /// handles on this GPU. A driver may still refuse the export at create_chunk() time.
+  bool vmm_supported() const noexcept { return vmm_supported_; }
+  /// Why vmm_supported() is false (empty when it is true).
+  const std::string& vmm_unsupported_reason() const noexcept { return vmm_unsupported_reason_; }
+
+  // ---- legacy CUDA IPC (fallback when VMM fd export is refused) ---------------------------
+  /// cudaMalloc of `bytes` (> 0), zero-filled, and its IPC handle. The memory sits at an address
+  /// the driver chooses: peers' opened copies are not at `base + peer * stride`.
+  CudaIpcAllocation ipc_alloc(std::size_t bytes);
+  /// cudaIpcOpenMemHandle of a peer's handle (peer access enabled lazily). A process cannot open
+  /// its own handles. Returns the peer memory's address in this process.
+  void* ipc_open(const CudaIpcHandle& handle);
+  /// cudaIpcCloseMemHandle of an address ipc_open() returned. Failures are logged.
+  void ipc_close(void* peer_ptr) noexcept;
+  /// cudaFree of an ipc_alloc() allocation, after every peer has closed it. Failures are logged.
+  void ipc_free(void* ptr) noexcept;
+
+  // ---- host memory mapped into the GPU ----------------------------------------------------
+  /// cudaHostAlloc(Mapped | Portable), zero-filled; the same pointer is valid in kernels. Throws
+  /// Error(InvalidArgument) for `bytes` == 0.
+  void* alloc_host_mapped(std::size_t bytes) override;
+  void free_host_mapped(void* p) noexcept override;
+
+  // ---- device memory private to this rank ---------------------------------------------------
+  /// cudaMalloc; contents undefined. Throws Error(InvalidArgument) for `bytes` == 0.
+  void* alloc_device(std::size_t bytes) override;
+  void free_device(void* p) noexcept override;
+
+  // ---- streams -------------------------------------------------------------------------------
+  /// A cudaStreamNonBlocking stream in `*cuda`; `*host` (if given) is set to nullptr.
+  void create_stream(CUstream_st** cuda, detail::HostStream** host) override;
+  void destroy_stream(CUstream_st* cuda, detail::HostStream* host) noexcept override;
+  /// The StreamRef functions below throw Error(InvalidArgument) for a host-backend stream.
+  bool stream_idle(StreamRef s) override;
+  void stream_synchronize(StreamRef s) override;
+  /// cudaMemcpyAsync(cudaMemcpyDefault): any mix of host, device and peer-mapped addresses.
+  void copy(void* dst, const void* src, std::size_t n, StreamRef s) override;
+  /// cudaMemsetAsync.
+  void fill(void* dst, int value, std::size_t n, StreamRef s) override;
+  void device_synchronize() override;
+
+ private:
+  struct Mapping {
+    std::size_t bytes;
+    std::uint64_t handle;  // CUmemGenericAllocationHandle
+    bool imported;         // handle came from an import: this mapping owns (releases) it
+  };
+
+  void require_vmm(const char* what) const;
+  void require_in_reservation(const void* at, std::size_t bytes, const char* what) const;
+  void zero_chunk(std::uint64_t handle, std::size_t bytes);
+
+  int device_ = -1;
+  int cu_device_ = -1;  // CUdevice of device_ (the same number today; kept explicit)
+  CUstream_st* internal_stream_ = nullptr;  // non-blocking; zero-fills new memory
+  std::string description_;
+  std::size_t granularity_ = 0;
+  bool gdr_capable_vmm_ = false;
+  bool vmm_supported_ = false;
+  std::string vmm_unsupported_reason_;
+
+  mutable std::mutex mutex_;                               // guards the maps below
+  std::map<std::uintptr_t, std::size_t> reservations_;     // base -> bytes (rounded)
+  std::map<int, std::uint64_t> own_chunks_;                // exported fd -> local handle
+  std::map<std::uintptr_t, Mapping> mappings_;             // mapped address -> mapping
+  std::map<std::uintptr_t, std::size_t> ipc_allocations_;  // ipc_alloc'd address -> bytes
+  std::map<std::uintptr_t, int> ipc_opened_;               // ipc_open'ed address -> open count
+};
+
+}  // namespace gnio::platform

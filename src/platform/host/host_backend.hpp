@@ -1,0 +1,82 @@
+// The host platform backend: "device memory" is shared memory (memfd) that the node's ranks map,
+// "kernels" run on CPU threads, "streams" are ordered task queues (DESIGN.md §2.1). It lets
+// bootstrap, symmetric memory, transports and collectives run, and be tested under sanitizers,
+// on machines without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "platform/backend.hpp"
+
+namespace gnio::platform {
+
+/// The host backend. Thread-safe. Memory it hands out (device and host-mapped) is process-wide,
+/// shared by every HostBackend instance of the process; reservations and streams belong to the
+/// instance that made them.
+class HostBackend final : public Backend {
+ public:
+  HostBackend();
+  /// Destroys (after draining) any stream still alive; releases nothing else, since memory may
+  /// still be mapped by peers.
+  ~HostBackend() override;
+
+  BackendKind kind() const noexcept override { return BackendKind::Host; }
+  int device() const noexcept override { return -1; }
+  /// "host CPU backend, N cores" (the CPUs this process may run on).
+  std::string describe() const override;
+
+  /// The page size: chunks and mappings are plain mmap()s of a memfd, so anything coarser would
+  /// only waste memory (huge pages would not help: the host backend is for correctness, not
+  /// bandwidth, and memfd THP depends on a system-wide shmem setting).
+  std::size_t granularity() const override;
+  /// A PROT_NONE, MAP_NORESERVE anonymous mapping: address space only.
+  void* reserve(std::size_t bytes, std::size_t align) override;
+  void release(void* va, std::size_t bytes) override;
+  /// A memfd (close-on-exec) of `bytes`; its fd can be sent to node peers with SCM_RIGHTS.
+  ShareableChunk create_chunk(std::size_t bytes) override;
+  /// MAP_SHARED | MAP_FIXED of the fd at `at`, which must lie inside a reservation of this
+  /// backend. Works for the fd of a chunk created by another process.
+  void map_chunk(void* at, std::size_t bytes, int fd, bool own) override;
+  /// Puts PROT_NONE anonymous memory back over the range: the chunk's memory stays with its fd
+  /// (and other mappers), the reservation stays intact.
+  void unmap_chunk(void* at, std::size_t bytes) override;
+  void close_chunk(ShareableChunk& chunk) override;
+
+  void* alloc_host_mapped(std::size_t bytes) override;
+  void free_host_mapped(void* p) noexcept override;
+
+  /// From the process's memfd arena, so host_backend_find_shareable() can share it with peers.
+  void* alloc_device(std::size_t bytes) override;
+  void free_device(void* p) noexcept override;
+
+  void create_stream(CUstream_st** cuda, detail::HostStream** host) override;
+  void destroy_stream(CUstream_st* cuda, detail::HostStream* host) noexcept override;
+  bool stream_idle(StreamRef s) override;
+  void stream_synchronize(StreamRef s) override;
+  /// memmove on the stream's worker, in stream order.
+  void copy(void* dst, const void* src, std::size_t n, StreamRef s) override;
+  /// memset on the stream's worker, in stream order.
+  void fill(void* dst, int value, std::size_t n, StreamRef s) override;
+  /// Synchronizes every live stream of this backend; rethrows the first error found.
+  void device_synchronize() override;
+
+ private:
+  /// Throws InvalidArgument unless [at, at + bytes) is page-aligned and inside one reservation.
+  void check_in_reservation(const char* op, const void* at, std::size_t bytes);
+  /// The host stream behind `s`; InvalidArgument for a CUDA stream.
+  detail::HostStream* host_stream(StreamRef s, const char* op);
+
+  std::mutex mu_;
+  /// Reservations made by reserve(): start address -> bytes.
+  std::map<std::uintptr_t, std::size_t> reservations_;
+  /// Live streams. Shared ownership so device_synchronize() can wait on a stream outside the lock
+  /// while another thread destroys it.
+  std::unordered_map<detail::HostStream*, std::shared_ptr<detail::HostStream>> streams_;
+};
+
+}  // namespace gnio::platform

@@ -1,0 +1,72 @@
+// Shared helpers of gnio's multi-rank tests: one communicator per test process (created from the
+// launcher's environment on first use), exact data patterns, and kernel-launch shorthands that
+// work on both backends.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gnio/comm.hpp"
+#include "gnio/device.hpp"
+#include "gnio/launch.hpp"
+
+namespace gnio_test {
+
+/// The process's communicator; created on first use from gnio-run's environment.
+inline gnio::Comm& comm() {
+  static gnio::Comm* c = new gnio::Comm(gnio::Comm::from_env());
+  return *c;
+}
+
+/// The process's stream on the communicator's backend.
+inline gnio::Stream& stream() {
+  static gnio::Stream* s = new gnio::Stream(comm());
+  return *s;
+}
+
+/// Destroys the communicator at the end of main (collective teardown) instead of leaking it.
+class CommTeardown : public ::testing::Environment {
+ public:
+  void TearDown() override {}
+};
+
+/// A byte that depends on who wrote it and where; never constant over a buffer and never the
+/// poison value 0xA5 for small i ranges checked together.
+GNIO_HD_INLINE std::uint8_t pattern_byte(int rank, std::size_t i, unsigned salt = 0) {
+  std::uint32_t v = static_cast<std::uint32_t>(i) * 2654435761u + static_cast<std::uint32_t>(rank + 1) * 40503u + salt * 97u;
+  std::uint8_t b = static_cast<std::uint8_t>(v >> 13);
+  return b == 0xA5 ? 0x5A : b;
+}
+
+inline constexpr std::uint8_t kPoison = 0xA5;
+
+/// Host-side copy helpers (device memory on the cuda backend).
+inline void to_device(void* dst, const void* src, std::size_t n) {
+  comm().copy(dst, src, n, stream());
+  comm().synchronize(stream());
+}
+inline void to_host(void* dst, const void* src, std::size_t n) {
+  comm().copy(dst, src, n, stream());
+  comm().synchronize(stream());
+}
+
+/// Counts positions where `got` differs from `expected` and reports the first few.
+inline std::size_t count_wrong(const std::vector<std::uint8_t>& got, const std::vector<std::uint8_t>& expected,
+                               const std::string& what) {
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != expected[i]) {
+      if (wrong < 5)
+        ADD_FAILURE() << what << ": byte " << i << " is " << int(got[i]) << ", expected " << int(expected[i]);
+      ++wrong;
+    }
+  }
+  return wrong;
+}
+
+}  // namespace gnio_test

@@ -1,0 +1,515 @@
+// Tests of gnio-run: the environment it gives each rank, prefixed output under stress, failure
+// propagation (exit code, signal death, timeout, exec failure), signal forwarding and the grace
+// period, and argument errors. Every run is bounded: a gnio-run that outlives its bound is killed
+// and the test fails.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "probe_payload.hpp"
+
+extern char** environ;
+
+namespace gnio::launcher_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Seconds since `start`.
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// One run of gnio-run with its stdout and stderr captured. The destructor kills a run that was
+/// not finished, so no test leaves processes behind.
+class Job {
+ public:
+  /// Starts `gnio-run args...`. The environment is the test's own without the variables gnio-run
+  /// reads or sets, plus `env` ("NAME=value").
+  explicit Job(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    std::vector<std::string> argv_strings = {GNIO_RUN_EXE};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) {
+      std::string entry = *e;
+      std::string name = entry.substr(0, entry.find('='));
+      if (name == "GNIO_NODE_ID" || name == "GNIO_JOB_TOKEN" || name == "GNIO_RUN_PREFIX" ||
+          name == "RANK" || name == "WORLD_SIZE" || name == "MASTER_PORT")
+        continue;
+      env_strings.push_back(entry);
+    }
+    env_strings.insert(env_strings.end(), env.begin(), env.end());
+    std::vector<char*> argv, envp;
+    for (std::string& s : argv_strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    for (std::string& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) std::abort();
+    start_ = Clock::now();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::dup2(err[1], STDERR_FILENO);
+      int devnull = ::open("/dev/null", O_RDONLY);
+      ::dup2(devnull, STDIN_FILENO);
+      // gnio-run leaves signals alone that were ignored when it started (as in a background job
+      // of a script); the tests want them handled whatever the shell that started ctest did.
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(111);
+    }
+    ::close(out[1]);
+    ::close(err[1]);
+    out_fd_ = out[0];
+    err_fd_ = err[0];
+  }
+
+  ~Job() {
+    if (!finished_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (out_fd_ >= 0) ::close(out_fd_);
+    if (err_fd_ >= 0) ::close(err_fd_);
+  }
+
+  /// Reads output until `done()` holds or `seconds` pass. Returns whether it held.
+  bool wait_until(const std::function<bool()>& done, double seconds) {
+    auto start = Clock::now();
+    while (!done()) {
+      if (seconds_since(start) > seconds || (out_fd_ < 0 && err_fd_ < 0)) return done();
+      pump(50);
+    }
+    return true;
+  }
+
+  /// Waits until `count` ranks printed their "ready" line.
+  bool wait_ready(int count, double seconds = 10) {
+    return wait_until([&] { return ready_pids().size() == static_cast<std::size_t>(count); },
+                      seconds);
+  }
+
+  /// Pids from the ranks' "ready rank=R pid=P" lines, by rank.
+  std::map<int, int> ready_pids() const {
+    std::map<int, int> pids;
+    static const std::regex re(R"(\[(\d+)\] ready rank=(\d+) pid=(\d+))");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator();
+         ++it)
+      pids[std::stoi((*it)[2])] = std::stoi((*it)[3]);
+    return pids;
+  }
+
+  /// Sends a signal to gnio-run itself.
+  void signal(int sig) { ::kill(pid_, sig); }
+
+  /// Reads until gnio-run exits and closes its output, at most `seconds`; then returns its exit
+  /// status (128 + signal if it was killed). Fails the test and kills it when the bound passes.
+  int finish(double seconds) {
+    auto start = Clock::now();
+    while (out_fd_ >= 0 || err_fd_ >= 0) {
+      if (seconds_since(start) > seconds) {
+        ADD_FAILURE() << "gnio-run did not finish within " << seconds << " s\nstdout:\n"
+                      << out << "\nstderr:\n"
+                      << err;
+        ::kill(pid_, SIGKILL);
+        break;
+      }
+      pump(100);
+    }
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    finished_ = true;
+    elapsed_ = seconds_since(start_);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  /// Seconds from start to the end of finish().
+  double elapsed() const { return elapsed_; }
+
+  std::string out;  ///< gnio-run's stdout so far
+  std::string err;  ///< gnio-run's stderr so far
+
+ private:
+  /// One poll round over both pipes.
+  void pump(int timeout_ms) {
+    pollfd fds[2];
+    int n = 0;
+    int* owners[2];
+    std::string* sinks[2];
+    if (out_fd_ >= 0) fds[n] = {out_fd_, POLLIN, 0}, owners[n] = &out_fd_, sinks[n++] = &out;
+    if (err_fd_ >= 0) fds[n] = {err_fd_, POLLIN, 0}, owners[n] = &err_fd_, sinks[n++] = &err;
+    if (n == 0 || ::poll(fds, static_cast<nfds_t>(n), timeout_ms) <= 0) return;
+    for (int i = 0; i < n; ++i) {
+      if (!fds[i].revents) continue;
+      char buf[65536];
+      ssize_t got = ::read(*owners[i], buf, sizeof(buf));
+      if (got > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(got));
+      } else if (got == 0 || errno != EINTR) {
+        ::close(*owners[i]);
+        *owners[i] = -1;
+      }
+    }
+  }
+
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  bool finished_ = false;
+  Clock::time_point start_;
+  double elapsed_ = 0;
+};
+
+/// Splits text into lines (without the newlines); a final unterminated piece is a line too.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// The "env NAME=value ..." line of each rank, parsed: rank -> (name -> value).
+std::map<int, std::map<std::string, std::string>> parse_env(const std::string& out) {
+  std::map<int, std::map<std::string, std::string>> result;
+  static const std::regex re(R"(^\[(\d+)\] env (.*)$)");
+  for (const std::string& line : lines_of(out)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, re)) continue;
+    std::istringstream words(m[2].str());
+    auto& vars = result[std::stoi(m[1])];
+    for (std::string w; words >> w;) {
+      std::size_t eq = w.find('=');
+      vars[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+  }
+  return result;
+}
+
+/// A file path unique to this test, removed on destruction.
+struct TempPath {
+  std::string path =
+      "/tmp/gnio_launcher_test." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  ~TempPath() { ::unlink(path.c_str()); }
+  /// Creates the file.
+  void touch() const { ::close(::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600)); }
+  static inline int counter = 0;
+};
+
+/// This machine's host name, as gnio-run uses it for simulated node ids.
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+const std::string kProbe = GNIO_LAUNCHER_PROBE_EXE;
+
+TEST(Launcher, SetsTorchrunVariablesForEveryRank) {
+  Job run({"-n", "4", "--", kProbe, "--env"});
+  ASSERT_EQ(run.finish(20), 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  auto env = parse_env(run.out);
+  ASSERT_EQ(env.size(), 4u) << run.out;
+  std::set<std::string> ports, tokens;
+  for (auto& [rank, vars] : env) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(vars["RANK"], std::to_string(rank));
+    EXPECT_EQ(vars["WORLD_SIZE"], "4");
+    EXPECT_EQ(vars["LOCAL_RANK"], std::to_string(rank));
+    EXPECT_EQ(vars["LOCAL_WORLD_SIZE"], "4");
+    EXPECT_EQ(vars["GROUP_RANK"], "0");
+    EXPECT_EQ(vars["GROUP_WORLD_SIZE"], "1");
+    EXPECT_EQ(vars["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_EQ(vars["GNIO_NODE_ID"], "<unset>");  // the library derives it without --nodes
+    int port = std::atoi(vars["MASTER_PORT"].c_str());
+    EXPECT_GT(port, 0);
+    EXPECT_LT(port, 65535);  // MASTER_PORT + 1 must exist for the bootstrap
+    EXPECT_TRUE(std::regex_match(vars["GNIO_JOB_TOKEN"], std::regex("[0-9a-f]{16}")))
+        << vars["GNIO_JOB_TOKEN"];
+    ports.insert(vars["MASTER_PORT"]);
+    tokens.insert(vars["GNIO_JOB_TOKEN"]);
+  }
+  EXPECT_EQ(ports.size(), 1u);
+  EXPECT_EQ(tokens.size(), 1u);
+
+  // A second job gets its own token.
+  Job again({"-n", "1", kProbe, "--env"});
+  ASSERT_EQ(again.finish(20), 0) << again.err;
+  EXPECT_NE(parse_env(again.out)[0]["GNIO_JOB_TOKEN"], *tokens.begin());
+}
+
+TEST(Launcher, SimulatedNodesGetOwnNodeIdsAndLocalRanks) {
+  Job run({"-n", "4", "--nodes", "2", "--", kProbe, "--env"});
+  ASSERT_EQ(run.finish(20), 0) << run.err;
+  auto env = parse_env(run.out);
+  ASSERT_EQ(env.size(), 4u) << run.out;
+  for (auto& [rank, vars] : env) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(vars["RANK"], std::to_string(rank));
+    EXPECT_EQ(vars["WORLD_SIZE"], "4");
+    EXPECT_EQ(vars["LOCAL_RANK"], std::to_string(rank % 2));
+    EXPECT_EQ(vars["LOCAL_WORLD_SIZE"], "2");
+    EXPECT_EQ(vars["GROUP_RANK"], std::to_string(rank / 2));
+    EXPECT_EQ(vars["GROUP_WORLD_SIZE"], "2");
+    EXPECT_EQ(vars["GNIO_NODE_ID"], host_name() + "/sim" + std::to_string(rank / 2));
+  }
+  EXPECT_EQ(env[0]["GNIO_NODE_ID"], env[1]["GNIO_NODE_ID"]);
+  EXPECT_NE(env[1]["GNIO_NODE_ID"], env[2]["GNIO_NODE_ID"]);
+}
+
+TEST(Launcher, PassesUserTokenThroughAndSuffixesUserNodeId) {
+  Job run({"-n", "2", "--nodes", "2", kProbe, "--env"},
+          {"GNIO_NODE_ID=rack7", "GNIO_JOB_TOKEN=0123456789abcdef", "MASTER_PORT=1"});
+  ASSERT_EQ(run.finish(20), 0) << run.err;
+  auto env = parse_env(run.out);
+  ASSERT_EQ(env.size(), 2u) << run.out;
+  EXPECT_EQ(env[0]["GNIO_NODE_ID"], "rack7/sim0");
+  EXPECT_EQ(env[1]["GNIO_NODE_ID"], "rack7/sim1");
+  EXPECT_EQ(env[0]["GNIO_JOB_TOKEN"], "0123456789abcdef");
+  EXPECT_EQ(env[1]["GNIO_JOB_TOKEN"], "0123456789abcdef");
+  EXPECT_NE(env[0]["MASTER_PORT"], "1");  // gnio-run picks its own free port
+}
+
+TEST(Launcher, PrefixedLinesStayIntactUnderInterleaving) {
+  constexpr int kRanks = 6, kLines = 4000;
+  Job run({"-n", std::to_string(kRanks), kProbe, "--lines", std::to_string(kLines)});
+  ASSERT_EQ(run.finish(30), 0) << run.err.substr(0, 2000);
+  for (auto [stream, text] : {std::pair{'o', &run.out}, std::pair{'e', &run.err}}) {
+    SCOPED_TRACE(stream == 'o' ? "stdout" : "stderr");
+    std::vector<int> next(kRanks, 0);
+    std::vector<bool> tail(kRanks, false);
+    int bad = 0;
+    for (const std::string& line : lines_of(*text)) {
+      // "[r] body", parsed by hand: std::regex recurses per character on 6000-byte lines.
+      std::size_t close = line.find("] ");
+      int rank = -1;
+      if (line.size() > 1 && line[0] == '[' && close != std::string::npos && close > 1 &&
+          line.find_first_not_of("0123456789", 1) == close)
+        rank = std::stoi(line.substr(1, close - 1));
+      if (rank < 0 || rank >= kRanks) {
+        if (bad++ < 3) ADD_FAILURE() << "line without a rank prefix: " << line.substr(0, 200);
+        continue;
+      }
+      std::string body = line.substr(close + 2);
+      if (body == "tail " + std::to_string(rank)) {
+        EXPECT_EQ(next[rank], kLines) << "tail of rank " << rank << " came early";
+        tail[rank] = true;
+      } else if (next[rank] >= kLines || body != probe_line(rank, stream, next[rank])) {
+        if (bad++ < 3)
+          ADD_FAILURE() << "rank " << rank << " line " << next[rank]
+                        << " is wrong or mixed: " << line.substr(0, 200);
+      } else {
+        ++next[rank];
+      }
+    }
+    EXPECT_EQ(bad, 0);
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_EQ(next[r], kLines) << "rank " << r;
+      EXPECT_TRUE(tail[r]) << "partial last line of rank " << r << " lost";
+    }
+  }
+}
+
+TEST(Launcher, NoPrefixPassesOutputThrough) {
+  for (bool by_env : {false, true}) {
+    SCOPED_TRACE(by_env ? "GNIO_RUN_PREFIX=0" : "--no-prefix");
+    std::vector<std::string> args = {"-n", "2"};
+    if (!by_env) args.push_back("--no-prefix");
+    args.insert(args.end(), {kProbe, "--env"});
+    Job run(args,
+            by_env ? std::vector<std::string>{"GNIO_RUN_PREFIX=0"} : std::vector<std::string>{});
+    ASSERT_EQ(run.finish(20), 0) << run.err;
+    // Each env line is one write(2) of less than PIPE_BUF, so it arrives whole even unprefixed.
+    auto lines = lines_of(run.out);
+    std::set<std::string> ranks_seen;
+    for (const std::string& line : lines) {
+      EXPECT_EQ(line.rfind("env RANK=", 0), 0u) << line;
+      ranks_seen.insert(line.substr(0, line.find(' ', 4)));
+    }
+    EXPECT_EQ(ranks_seen, (std::set<std::string>{"env RANK=0", "env RANK=1"})) << run.out;
+  }
+}
+
+TEST(Launcher, FailingRankStatusPropagatesAndOthersStop) {
+  TempPath go;
+  Job run({"-n", "4", "--grace", "3", kProbe, "--ready", "--wait-file", go.path, "--exit-rank", "2",
+           "7", "--sleep", "30"});
+  ASSERT_TRUE(run.wait_ready(4)) << run.out << run.err;
+  auto start = Clock::now();
+  go.touch();
+  EXPECT_EQ(run.finish(20), 7) << run.err;
+  EXPECT_LT(seconds_since(start), 2.5) << "survivors should stop at SIGTERM, before the grace";
+  std::string expected = "gnio-run: rank 2 (pid " + std::to_string(run.ready_pids()[2]) +
+                         ") exited with code 7; stopping the other 3 ranks\n";
+  EXPECT_NE(run.err.find(expected), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("SIGKILL"), std::string::npos) << run.err;
+}
+
+TEST(Launcher, SignalDeathGives128PlusSignal) {
+  TempPath go;
+  Job run({"-n", "3", kProbe, "--ready", "--wait-file", go.path, "--kill-rank", "1", "9", "--sleep",
+           "30"});
+  ASSERT_TRUE(run.wait_ready(3)) << run.out << run.err;
+  go.touch();
+  EXPECT_EQ(run.finish(20), 128 + 9) << run.err;
+  std::string expected = "gnio-run: rank 1 (pid " + std::to_string(run.ready_pids()[1]) +
+                         ") was killed by signal 9 (Killed); stopping the other 2 ranks\n";
+  EXPECT_NE(run.err.find(expected), std::string::npos) << run.err;
+}
+
+TEST(Launcher, TimeoutStopsJobAndNamesRunningRanks) {
+  Job run({"-n", "3", "--timeout", "1", "--grace", "2", kProbe, "--ready", "--sleep", "30"});
+  EXPECT_EQ(run.finish(20), 124) << run.err;
+  EXPECT_GE(run.elapsed(), 1.0);
+  EXPECT_LT(run.elapsed(), 4.0);
+  auto pids = run.ready_pids();
+  ASSERT_EQ(pids.size(), 3u) << run.out;
+  EXPECT_NE(run.err.find("timeout"), std::string::npos) << run.err;
+  for (auto [rank, pid] : pids)
+    EXPECT_NE(run.err.find("rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")"),
+              std::string::npos)
+        << run.err;
+}
+
+TEST(Launcher, ForwardsSigtermToRanks) {
+  Job run({"-n", "3", "--grace", "5", kProbe, "--ready", "--catch-term", "--sleep", "30"});
+  ASSERT_TRUE(run.wait_ready(3)) << run.out << run.err;
+  auto start = Clock::now();
+  run.signal(SIGTERM);
+  EXPECT_EQ(run.finish(20), 128 + SIGTERM) << run.err;
+  EXPECT_LT(seconds_since(start), 3.0);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_NE(
+        run.out.find("[" + std::to_string(r) + "] rank " + std::to_string(r) + " got SIGTERM\n"),
+        std::string::npos)
+        << run.out;
+  EXPECT_NE(run.err.find("received SIGTERM"), std::string::npos) << run.err;
+}
+
+TEST(Launcher, RankIgnoringSigtermIsKilledAfterGrace) {
+  TempPath go;
+  Job run({"-n", "3", "--grace", "1", kProbe, "--ready", "--ignore-term", "--wait-file", go.path,
+           "--exit-rank", "0", "5", "--sleep", "30"});
+  ASSERT_TRUE(run.wait_ready(3)) << run.out << run.err;
+  auto start = Clock::now();
+  go.touch();
+  EXPECT_EQ(run.finish(20), 5) << run.err;
+  double took = seconds_since(start);
+  EXPECT_GE(took, 0.9);
+  EXPECT_LT(took, 4.0);
+  auto pids = run.ready_pids();
+  EXPECT_NE(run.err.find("sending SIGKILL to rank 1 (pid " + std::to_string(pids[1]) +
+                         "), rank 2 (pid " + std::to_string(pids[2]) + ")"),
+            std::string::npos)
+      << run.err;
+}
+
+TEST(Launcher, SecondSigintKillsAtOnce) {
+  Job run({"-n", "2", "--grace", "30", kProbe, "--ready", "--ignore-int", "--sleep", "30"});
+  ASSERT_TRUE(run.wait_ready(2)) << run.out << run.err;
+  auto start = Clock::now();
+  run.signal(SIGINT);
+  ASSERT_TRUE(
+      run.wait_until([&] { return run.err.find("received SIGINT") != std::string::npos; }, 5))
+      << run.err;
+  run.signal(SIGINT);
+  EXPECT_EQ(run.finish(20), 128 + SIGINT) << run.err;
+  EXPECT_LT(seconds_since(start), 3.0);
+  EXPECT_NE(run.err.find("second SIGINT"), std::string::npos) << run.err;
+}
+
+/// True when `pid` is gone or a zombie (a container's init may be slow to reap orphans).
+bool process_gone(int pid) {
+  if (::kill(pid, 0) != 0) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::size_t paren = text.rfind(')');
+  return paren == std::string::npos || paren + 2 >= text.size() || text[paren + 2] == 'Z';
+}
+
+TEST(Launcher, KilledLauncherLeavesNoRanksBehind) {
+  Job run({"-n", "3", kProbe, "--ready", "--ignore-term", "--sleep", "30"});
+  ASSERT_TRUE(run.wait_ready(3)) << run.out << run.err;
+  auto pids = run.ready_pids();
+  run.signal(SIGKILL);  // no chance to forward anything: PR_SET_PDEATHSIG must do it
+  EXPECT_EQ(run.finish(10), 128 + SIGKILL);
+  auto start = Clock::now();
+  for (auto [rank, pid] : pids) {
+    while (!process_gone(pid) && seconds_since(start) < 5) ::usleep(10000);
+    EXPECT_TRUE(process_gone(pid)) << "rank " << rank << " (pid " << pid << ") outlived gnio-run";
+  }
+}
+
+TEST(Launcher, ExecFailureIsReportedOnceAndExits127) {
+  for (std::string prog : {"gnio-no-such-program-xyz", "/nonexistent/dir/prog"}) {
+    SCOPED_TRACE(prog);
+    Job run({"-n", "3", prog});
+    EXPECT_EQ(run.finish(20), 127) << run.err;
+    EXPECT_EQ(run.out, "");
+    auto lines = lines_of(run.err);
+    ASSERT_EQ(lines.size(), 1u) << run.err;
+    EXPECT_NE(lines[0].find("cannot execute '" + prog + "' for ranks 0-2"), std::string::npos)
+        << run.err;
+    EXPECT_NE(lines[0].find("No such file"), std::string::npos) << run.err;
+  }
+}
+
+TEST(Launcher, BadArgumentsExit2WithAMessage) {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"-n"},
+      {"-n", "0", "true"},
+      {"-n", "x", "true"},
+      {"-n", "4"},
+      {"-n", "3", "--nodes", "2", "true"},
+      {"--bogus", "-n", "2", "true"},
+      {"-n", "2", "--timeout", "-1", "true"},
+      {"-n", "2", "--grace", "soon", "true"},
+  };
+  for (const auto& args : cases) {
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    SCOPED_TRACE("gnio-run " + joined);
+    Job run(args);
+    EXPECT_EQ(run.finish(10), 2) << run.err;
+    EXPECT_EQ(run.err.rfind("gnio-run: ", 0), 0u) << run.err;
+    EXPECT_NE(run.err.find("Usage: gnio-run"), std::string::npos) << run.err;
+  }
+  Job bad_env({"-n", "1", "true"}, {"GNIO_RUN_PREFIX=maybe"});
+  EXPECT_EQ(bad_env.finish(10), 2);
+  EXPECT_NE(bad_env.err.find("GNIO_RUN_PREFIX"), std::string::npos) << bad_env.err;
+}
+
+TEST(Launcher, HelpAndVersion) {
+  Job help({"--help"});
+  EXPECT_EQ(help.finish(10), 0);
+  EXPECT_EQ(help.out.rfind("Usage: gnio-run", 0), 0u) << help.out;
+  EXPECT_NE(help.out.find("Exit status"), std::string::npos);
+  Job version({"--version"});
+  EXPECT_EQ(version.finish(10), 0);
+  EXPECT_EQ(version.out.rfind("gnio-run (gnio) ", 0), 0u) << version.out;
+}
+
+}  // namespace
+}  // namespace gnio::launcher_test

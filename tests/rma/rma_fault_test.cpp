@@ -1,0 +1,111 @@
+// Device-API failure paths: a wait on a peer that never comes ends within GNIO_TIMEOUT with a
+// Timeout that names the call site, the address and (for team syncs) the stalled rank; bad peers
+// are InvalidArgument; peers no transport reaches are Unsupported. Each test runs in its own
+// process pair (see CMakeLists.txt) because a failure leaves the communicator aborted.
+#include <chrono>
+
+#include "common/gnio_test.hpp"
+
+namespace rma_fault_test {
+
+using gnio::Cmp;
+using gnio::DeviceComm;
+using gnio::SymPtr;
+using gnio_test::comm;
+using gnio_test::stream;
+
+/// Runs `launch_fn`, expects comm().synchronize to throw `cls`, returns the message and checks
+/// the failure came within the deadline.
+template <class F>
+std::string expect_failure(gnio::ErrorClass cls, F launch_fn, double max_seconds) {
+  auto start = std::chrono::steady_clock::now();
+  std::string message;
+  try {
+    launch_fn();
+    comm().synchronize(stream());
+    ADD_FAILURE() << "expected a gnio::Error";
+  } catch (const gnio::Error& e) {
+    EXPECT_EQ(e.error_class(), cls) << e.what();
+    message = e.what();
+  }
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, max_seconds) << message;
+  return message;
+}
+
+void wait_forever_kernel(DeviceComm dc, SymPtr<std::uint64_t> sig) {
+  gnio::launch(stream(), {.grid = 1, .block = 32}, [=] GNIO_HD() {
+    (void)dc.wait_signal<gnio::Warp>(sig, Cmp::Ge, 1);
+  });
+}
+
+TEST(Timeout, WaitSignalNamesCallSiteAndAddress) {
+  gnio::Comm& c = comm();
+  SymPtr<std::uint64_t> sig = c.alloc<std::uint64_t>(1);
+  std::uint64_t zero = 0;
+  gnio_test::to_device(c.local(sig), &zero, 8);
+  c.bootstrap().barrier();
+  if (c.rank() == 0) {
+    DeviceComm dc = c.device_comm();
+    std::string msg = expect_failure(gnio::ErrorClass::Timeout, [&] { wait_forever_kernel(dc, sig); }, 10);
+    EXPECT_NE(msg.find("wait_signal"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("rma_fault_test.cpp"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(">= 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("last saw 0"), std::string::npos) << msg;
+    EXPECT_TRUE(c.aborted());
+  }
+  c.bootstrap().barrier();
+}
+
+void sync_kernel(DeviceComm dc) {
+  gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() { (void)dc.sync(dc.world()); });
+}
+
+TEST(Timeout, SyncNamesTheStalledRank) {
+  gnio::Comm& c = comm();
+  c.bootstrap().barrier();
+  if (c.rank() == 0) {
+    DeviceComm dc = c.device_comm();
+    std::string msg = expect_failure(gnio::ErrorClass::Timeout, [&] { sync_kernel(dc); }, 10);
+    EXPECT_NE(msg.find("expected from rank 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("sync"), std::string::npos) << msg;
+  }
+  c.bootstrap().barrier();
+}
+
+void put_to_kernel(DeviceComm dc, SymPtr<std::uint8_t> dst, const std::uint8_t* src, int peer) {
+  gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() { dc.put(dst, src, 8, peer); });
+}
+
+TEST(BadInput, PeerOutOfRangeIsInvalidArgument) {
+  gnio::Comm& c = comm();
+  SymPtr<std::uint8_t> buf = c.alloc<std::uint8_t>(64);
+  auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
+  DeviceComm dc = c.device_comm();
+  std::string msg = expect_failure(gnio::ErrorClass::InvalidArgument, [&] { put_to_kernel(dc, buf, src, c.size()); }, 10);
+  EXPECT_NE(msg.find("put"), std::string::npos) << msg;
+  c.bootstrap().barrier();
+}
+
+TEST(BadInput, OffsetBeyondHeapIsInvalidArgument) {
+  gnio::Comm& c = comm();
+  auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
+  DeviceComm dc = c.device_comm();
+  SymPtr<std::uint8_t> beyond{dc.heap_id_, 0, dc.heap_bytes_ - 4};
+  expect_failure(gnio::ErrorClass::InvalidArgument, [&] { put_to_kernel(dc, beyond, src, 0); }, 10);
+  c.bootstrap().barrier();
+}
+
+TEST(Unreachable, PeerOnAnotherNodeIsUnsupported) {
+  gnio::Comm& c = comm();
+  ASSERT_EQ(c.nodes(), 2) << "run with gnio-run --nodes 2";
+  SymPtr<std::uint8_t> buf = c.alloc<std::uint8_t>(64);
+  auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
+  DeviceComm dc = c.device_comm();
+  EXPECT_FALSE(dc.is_p2p(1 - c.rank()));
+  std::string msg = expect_failure(gnio::ErrorClass::Unsupported, [&] { put_to_kernel(dc, buf, src, 1 - c.rank()); }, 10);
+  EXPECT_NE(msg.find("no transport"), std::string::npos) << msg;
+  c.bootstrap().barrier();
+}
+
+}  // namespace rma_fault_test
