@@ -20,5 +20,7 @@ if(GNIO_HAVE_CUDA)
   set(GNIO_PC_CUDA_CFLAGS "-DGNIO_HAVE_CUDA=1 -I${CUDAToolkit_INCLUDE_DIRS}")
   set(GNIO_PC_CUDA_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcudart")
 endif()
+# The .pc file finds its prefix relative to where it is installed, so the install relocates.
+file(RELATIVE_PATH GNIO_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/gnio.pc.in ${PROJECT_BINARY_DIR}/gnio.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/gnio.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -83,7 +83,8 @@ FdExchange::FdExchange(Bootstrap& bootstrap, std::vector<int> node_ranks, std::u
            name.c_str(), bootstrap_.rank());
     fail_errno("FdExchange: bind(@%s)", name.c_str());
   }
-  if (::listen(listener_.get(), SOMAXCONN) != 0) fail_errno("FdExchange: listen(@%s)", name.c_str());
+  if (::listen(listener_.get(), SOMAXCONN) != 0)
+    fail_errno("FdExchange: listen(@%s)", name.c_str());
 }
 
 FdExchange::~FdExchange() = default;
@@ -109,7 +110,8 @@ void FdExchange::connect_all(const Deadline& deadline) {
       if (!fd) fail_errno("FdExchange: socket(AF_UNIX)");
       if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) == 0) {
         if (bootstrap::poll_one(fd.get(), POLLOUT, deadline) <= 0 ||
-            ::send(fd.get(), hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello)))
+            ::send(fd.get(), hello, sizeof(hello), MSG_NOSIGNAL) !=
+                static_cast<ssize_t>(sizeof(hello)))
           fail(ErrorClass::RemoteError,
                "FdExchange: rank %d could not greet node rank %d (world rank %d): %s", me, j,
                node_ranks_[j], std::strerror(errno));
@@ -182,9 +184,8 @@ void FdExchange::connect_all(const Deadline& deadline) {
         why = "a hello with another job's token";
       else {
         auto it = std::lower_bound(node_ranks_.begin(), node_ranks_.end(), h->rank);
-        pos = it != node_ranks_.end() && *it == h->rank
-                  ? static_cast<int>(it - node_ranks_.begin())
-                  : -1;
+        pos = it != node_ranks_.end() && *it == h->rank ? static_cast<int>(it - node_ranks_.begin())
+                                                        : -1;
         if (pos < 0 || pos >= my_index_ || peers_[pos]) why = "a hello from an unexpected rank";
       }
       if (why) {
@@ -205,7 +206,8 @@ void FdExchange::connect_all(const Deadline& deadline) {
         Fd conn(fd);
         ucred cred{};
         socklen_t len = sizeof(cred);
-        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != ::geteuid()) {
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+            cred.uid != ::geteuid()) {
           drops.drop("local", format("pid %d uid %u", cred.pid, cred.uid), "another user id");
           continue;
         }
@@ -221,6 +223,18 @@ std::vector<int> FdExchange::allgather_fd(int my_fd) {
   GNIO_REQUIRE(my_fd >= 0 && ::fcntl(my_fd, F_GETFD) != -1,
                "FdExchange::allgather_fd: %d is not an open file descriptor", my_fd);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!broken_.empty())
+    fail(ErrorClass::RemoteError, "FdExchange: unusable after an earlier failure: %s",
+         broken_.c_str());
+  try {
+    return exchange(my_fd);
+  } catch (const Error& e) {
+    broken_ = e.message();
+    throw;
+  }
+}
+
+std::vector<int> FdExchange::exchange(int my_fd) {
   const int n = static_cast<int>(node_ranks_.size());
   const int me = bootstrap_.rank();
   std::vector<int> result(static_cast<std::size_t>(n), -1);
@@ -257,7 +271,8 @@ std::vector<int> FdExchange::allgather_fd(int my_fd) {
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &my_fd, sizeof(int));
     for (;;) {
-      if (::sendmsg(peers_[j].get(), &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(head))) break;
+      if (::sendmsg(peers_[j].get(), &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(head)))
+        break;
       if (errno == EINTR) continue;
       if (errno == EAGAIN) {
         int rev = bootstrap::poll_one(peers_[j].get(), POLLOUT, deadline);

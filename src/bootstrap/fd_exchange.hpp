@@ -39,7 +39,8 @@ class FdExchange {
   /// dup of `my_fd`. The caller owns (and closes) every returned descriptor; all are
   /// close-on-exec. May be called any number of times (once per memory chunk). Bounded by
   /// GNIO_BOOTSTRAP_TIMEOUT: Error(Timeout) names the node ranks that did not take part;
-  /// Error(RemoteError) when a node rank's connection closes. On error no descriptor is leaked.
+  /// Error(RemoteError) when a node rank's connection closes. On error no descriptor is leaked,
+  /// and every later call throws Error(RemoteError) (the node's ranks are out of step).
   std::vector<int> allgather_fd(int my_fd);
 
   /// The world ranks of this node, ascending.
@@ -48,6 +49,7 @@ class FdExchange {
   int local_index() const { return my_index_; }
 
  private:
+  std::vector<int> exchange(int my_fd);
   void connect_all(const Deadline& deadline);
   std::string socket_name(int world_rank) const;
 
@@ -60,6 +62,7 @@ class FdExchange {
   std::vector<bootstrap::Fd> peers_;  // by position; empty for self
   bool connected_ = false;
   std::uint32_t seq_ = 0;
+  std::string broken_;  // set by a failed call: the connections are out of step for good
   std::mutex mutex_;
 };
 

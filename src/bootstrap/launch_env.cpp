@@ -80,9 +80,8 @@ void validate(const LaunchInfo& info, const Vars& v) {
   if (info.local_rank != -1 &&
       (info.local_rank < 0 || (info.local_size > 0 && info.local_rank >= info.local_size) ||
        info.local_rank >= info.size))
-    fail(ErrorClass::InvalidArgument,
-         "environment variable %s=%d is not a node-local rank (0..%d)", v.local_rank,
-         info.local_rank, (info.local_size > 0 ? info.local_size : info.size) - 1);
+    fail(ErrorClass::InvalidArgument, "environment variable %s=%d is not a node-local rank (0..%d)",
+         v.local_rank, info.local_rank, (info.local_size > 0 ? info.local_size : info.size) - 1);
 }
 
 int port_value(const char* name, int value) {
@@ -121,8 +120,10 @@ std::optional<int> slurm_tasks_on_node() {
         p = end + 1;
       }
       for (long i = 0; ok && i < repeat; ++i) per_node.push_back(static_cast<int>(count));
-      if (ok && *p == ',') ++p;
-      else if (ok && *p) ok = false;
+      if (ok && *p == ',')
+        ++p;
+      else if (ok && *p)
+        ok = false;
     }
     if (ok && !per_node.empty()) {
       long long node = -1;
@@ -150,7 +151,8 @@ void root_without_master(LaunchInfo& info) {
     info.root_host = config_text("GNIO_BOOTSTRAP_ADDR");
   int port = gnio_port();
   if (port == 0) {
-    if (auto mp = env_int("MASTER_PORT", "bootstrap root's port")) port = port_value("MASTER_PORT", *mp);
+    if (auto mp = env_int("MASTER_PORT", "bootstrap root's port"))
+      port = port_value("MASTER_PORT", *mp);
   }
   info.root_port = port;
 }
@@ -221,7 +223,7 @@ LaunchInfo launch_info_from_env() {
     info.local_rank = env_int("LOCAL_RANK", "node-local rank").value_or(-1);
     info.local_size = env_int("LOCAL_WORLD_SIZE", "number of ranks on this node").value_or(0);
     info.source = env("TORCHELASTIC_RUN_ID") || config_text("GNIO_JOB_TOKEN").empty() ? "torchrun"
-                                                                                : "gnio-run";
+                                                                                      : "gnio-run";
     bootstrap::validate(info, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"});
     if (const char* m = env("MASTER_ADDR")) info.root_host = m;
     int port = bootstrap::gnio_port();
@@ -259,8 +261,8 @@ LaunchInfo launch_info_from_env() {
     info.local_rank = env_int("SLURM_LOCALID", "node-local rank").value_or(-1);
     info.local_size = bootstrap::slurm_tasks_on_node().value_or(0);
     info.source = "slurm";
-    bootstrap::validate(info, {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-                               "SLURM_STEP_TASKS_PER_NODE"});
+    bootstrap::validate(
+        info, {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE"});
     bootstrap::root_without_master(info);
     return info;
   }

@@ -29,8 +29,8 @@ constexpr std::size_t kMaxHandshaking = 512;
 
 Clock::time_point after(double seconds) {
   if (seconds <= 0) return kNever;
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(seconds));
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 int ms_until(Clock::time_point t, int cap_ms) {
   if (t == kNever) return cap_ms;
@@ -168,7 +168,8 @@ void RootLoop::start_reply(Client& c, FrameType type, const std::vector<unsigned
 // Answers a well-formed request that cannot be served (another job, a duplicate rank) with an
 // Error frame, so that rank fails fast with a clear message instead of timing out.
 void RootLoop::refuse(Client& c, ErrorClass cls, const std::string& message) {
-  drops_.drop(c.peer_host, c.peer, message.c_str());
+  GNIO_WARN(Bootstrap, "%s refused a registration from %s: %s", where_.c_str(), c.peer.c_str(),
+            message.c_str());
   ErrorPayload e{static_cast<std::uint32_t>(cls), message};
   start_reply(c, FrameType::Error, encode_error_payload(e), after(1.0));
 }
@@ -177,15 +178,15 @@ void RootLoop::accept_all() {
   for (;;) {
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
-    int fd = ::accept4(listener_, reinterpret_cast<sockaddr*>(&ss), &len,
-                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd =
+        ::accept4(listener_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       // Out of descriptors or memory: stop accepting for a moment instead of spinning.
       if (!accept_warned_)
-        GNIO_WARN(Bootstrap, "%s: accept failed (%s); pausing accepts for 100 ms",
-                  where_.c_str(), std::strerror(errno));
+        GNIO_WARN(Bootstrap, "%s: accept failed (%s); pausing accepts for 100 ms", where_.c_str(),
+                  std::strerror(errno));
       accept_warned_ = true;
       accept_paused_until_ = Clock::now() + std::chrono::milliseconds(100);
       return;
@@ -230,8 +231,7 @@ void RootLoop::on_hello(Client& c) {
 
 void RootLoop::on_registration(Client& c, std::vector<unsigned char> payload) {
   const FrameHeader& f = c.parser.header();
-  if (f.type != FrameType::Register || f.src != c.hello.rank ||
-      f.length != kRankRecordBytes) {
+  if (f.type != FrameType::Register || f.src != c.hello.rank || f.length != kRankRecordBytes) {
     drop(c, "a malformed registration frame");
     return;
   }
@@ -261,8 +261,8 @@ void RootLoop::on_registration(Client& c, std::vector<unsigned char> payload) {
     refuse(c, ErrorClass::InvalidArgument,
            format("rank %d is already registered at the root %s by %s pid %u (%s); two processes "
                   "were started as rank %d",
-                  h.rank, address_.to_string().c_str(), first.record.host.c_str(),
-                  first.record.pid, first.peer.c_str(), h.rank));
+                  h.rank, address_.to_string().c_str(), first.record.host.c_str(), first.record.pid,
+                  first.peer.c_str(), h.rank));
     return;
   }
   if (job_size_ == 0) {
@@ -277,8 +277,8 @@ void RootLoop::on_registration(Client& c, std::vector<unsigned char> payload) {
   by_rank_[h.rank] = &c;
   ++registered_;
   GNIO_TRACE(Bootstrap, "%s: rank %d of %d registered from %s (%s pid %u), %d arrived",
-             where_.c_str(), h.rank, job_size_, c.peer.c_str(), c.record.host.c_str(),
-             c.record.pid, registered_);
+             where_.c_str(), h.rank, job_size_, c.peer.c_str(), c.record.host.c_str(), c.record.pid,
+             registered_);
   if (registered_ == job_size_) send_tables();
 }
 
@@ -286,13 +286,14 @@ void RootLoop::send_tables() {
   std::vector<RankRecord> table(static_cast<std::size_t>(job_size_));
   for (int r = 0; r < job_size_; ++r) table[r] = by_rank_[r]->record;
   std::vector<unsigned char> payload = encode_table(table);
-  GNIO_INFO(Bootstrap, "%s: all %d ranks arrived after %.3f s; sending the table",
-            where_.c_str(), job_size_, seconds_since(first_arrival_));
+  GNIO_INFO(Bootstrap, "%s: all %d ranks arrived after %.3f s; sending the table", where_.c_str(),
+            job_size_, seconds_since(first_arrival_));
   stage_ = Stage::Replying;
   for (int r = 0; r < job_size_; ++r) {
     Client& c = *by_rank_[r];
     // A rank that stops reading cannot hold the root longer than it would wait itself.
-    Clock::time_point deadline = c.gives_up == kNever ? after(hello_timeout_s_ * 4 + 10) : c.gives_up;
+    Clock::time_point deadline =
+        c.gives_up == kNever ? after(hello_timeout_s_ * 4 + 10) : c.gives_up;
     start_reply(c, FrameType::Table, payload, deadline);
   }
 }
@@ -332,7 +333,8 @@ Clock::time_point RootLoop::report_time() const {
   const Client* first = nullptr;
   for (const Client* c : by_rank_)
     if (c && c->gives_up == earliest) first = c;
-  auto margin = std::chrono::milliseconds(std::clamp<std::uint32_t>(first->record.wait_ms / 10, 100, 1000));
+  auto margin =
+      std::chrono::milliseconds(std::clamp<std::uint32_t>(first->record.wait_ms / 10, 100, 1000));
   return earliest - margin;
 }
 
@@ -387,8 +389,8 @@ void RootLoop::on_writable(Client& c) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (n < 0) {
-      GNIO_TRACE(Bootstrap, "%s: reply to %s failed: %s", where_.c_str(),
-                 c.peer.c_str(), std::strerror(errno));
+      GNIO_TRACE(Bootstrap, "%s: reply to %s failed: %s", where_.c_str(), c.peer.c_str(),
+                 std::strerror(errno));
       c.fd.reset();
       c.phase = Client::Phase::Done;
       return;
@@ -522,7 +524,9 @@ RootService::RootService(const SockAddr& bind_addr, std::uint64_t token)
   GNIO_INFO(Bootstrap, "root service listening on %s", address_.to_string().c_str());
 }
 
-RootService::~RootService() { stop(); }
+RootService::~RootService() {
+  stop();
+}
 
 void RootService::stop() {
   stop_.store(true, std::memory_order_release);
@@ -532,12 +536,11 @@ void RootService::stop() {
 
 void RootService::run() noexcept {
   try {
-    RootLoop loop(listener_.get(), waker_.fd(), address_, token_, idle_timeout_s_,
-                  hello_timeout_s_, stop_);
+    RootLoop loop(listener_.get(), waker_.fd(), address_, token_, idle_timeout_s_, hello_timeout_s_,
+                  stop_);
     loop.run();
   } catch (const std::exception& e) {
-    GNIO_WARN(Bootstrap, "root service %s failed: %s", address_.to_string().c_str(),
-              e.what());
+    GNIO_WARN(Bootstrap, "root service %s failed: %s", address_.to_string().c_str(), e.what());
   } catch (...) {
     GNIO_WARN(Bootstrap, "root service %s failed with an unknown exception",
               address_.to_string().c_str());

@@ -530,8 +530,8 @@ void DropLog::drop(const std::string& peer_host, const std::string& peer, const 
               "drops from %s are logged at TRACE",
               where_.c_str(), peer.c_str(), reason, peer_host.c_str());
   else
-    GNIO_TRACE(Bootstrap, "%s dropped a connection from %s: %s", where_.c_str(),
-               peer.c_str(), reason);
+    GNIO_TRACE(Bootstrap, "%s dropped a connection from %s: %s", where_.c_str(), peer.c_str(),
+               reason);
 }
 
 std::uint64_t DropLog::dropped() const {
@@ -558,7 +558,9 @@ std::string format_rank_list(const std::vector<int>& ranks, std::size_t max_item
   return out;
 }
 
-std::string seconds_text(double seconds) { return format("%g", seconds); }
+std::string seconds_text(double seconds) {
+  return format("%g", seconds);
+}
 
 std::string host_name() {
   char name[256] = {};

@@ -35,7 +35,9 @@ const char* coll_name(std::uint16_t kind) {
   return "an unknown collective";
 }
 
-std::uint32_t clamp_ms(int ms) { return static_cast<std::uint32_t>(std::max(ms, 1)); }
+std::uint32_t clamp_ms(int ms) {
+  return static_cast<std::uint32_t>(std::max(ms, 1));
+}
 
 // Sleeps for `ms` but not past the deadline.
 void nap(int ms, const Deadline& deadline) {
@@ -77,8 +79,8 @@ void TcpBootstrap::start(const SockAddr& root) {
   bind_addr.set_port(0);
   listener_ = listen_tcp(bind_addr, format("bootstrap listener of rank %d", rank_).c_str());
   listen_addr_ = local_address(listener_.get());
-  GNIO_INFO(Bootstrap, "rank %d of %d listens on %s, joining the root %s", rank_,
-            size_, listen_addr_.to_string().c_str(), root.to_string().c_str());
+  GNIO_INFO(Bootstrap, "rank %d of %d listens on %s, joining the root %s", rank_, size_,
+            listen_addr_.to_string().c_str(), root.to_string().c_str());
   rendezvous(root, deadline);
   // Only now: the progress thread reads peers_, which is fixed from here on. Connections that
   // arrive earlier (a faster peer, a stray client) wait in the listener's backlog meanwhile.
@@ -111,8 +113,8 @@ void TcpBootstrap::rendezvous(const SockAddr& root, const Deadline& deadline) {
   me.listen = listen_addr_.to_net();
   me.pid = static_cast<std::uint32_t>(::getpid());
   me.wait_ms = deadline.infinite() ? 0 : clamp_ms(deadline.remaining_ms());
-  me.timeout_ms = static_cast<std::uint32_t>(
-      std::min(timeout_s_ * 1000.0, static_cast<double>(std::numeric_limits<std::uint32_t>::max())));
+  me.timeout_ms = static_cast<std::uint32_t>(std::min(
+      timeout_s_ * 1000.0, static_cast<double>(std::numeric_limits<std::uint32_t>::max())));
   me.host = host_name();
   unsigned char frame[kHelloBytes + kFrameHeaderBytes + kRankRecordBytes];
   std::memcpy(frame, hello, kHelloBytes);
@@ -141,7 +143,8 @@ void TcpBootstrap::rendezvous(const SockAddr& root, const Deadline& deadline) {
          "bootstrap: the root %s closed the connection of rank %d before sending the address "
          "table (%s); the root process exited or dropped this rank",
          root.to_string().c_str(), rank_, st == IoStatus::Closed ? "closed" : std::strerror(err));
-  auto header = decode_frame_header(head, sizeof(head), std::max<std::uint64_t>(table_bytes, kMaxErrorPayload));
+  auto header = decode_frame_header(head, sizeof(head),
+                                    std::max<std::uint64_t>(table_bytes, kMaxErrorPayload));
   if (!header || (header->type != FrameType::Table && header->type != FrameType::Error))
     fail(ErrorClass::RemoteError,
          "bootstrap: rank %d: what answers at the root address %s is not a gnio bootstrap root "
@@ -155,7 +158,9 @@ void TcpBootstrap::rendezvous(const SockAddr& root, const Deadline& deadline) {
          root.to_string().c_str());
   if (header->type == FrameType::Error) {
     auto e = decode_error_payload(payload.data(), payload.size(), kErrorClassCount);
-    if (!e) fail(ErrorClass::RemoteError, "bootstrap: rank %d: the root %s sent a malformed error", rank_, root.to_string().c_str());
+    if (!e)
+      fail(ErrorClass::RemoteError, "bootstrap: rank %d: the root %s sent a malformed error", rank_,
+           root.to_string().c_str());
     fail(static_cast<ErrorClass>(e->error_class), "%s (rank %d of %d)", e->message.c_str(), rank_,
          size_);
   }
@@ -245,16 +250,17 @@ void TcpBootstrap::progress_loop() noexcept {
   auto on_frame = [&](Incoming& c) {
     const FrameHeader& f = c.parser.header();
     if (f.src != c.rank)
-      return peer_closed(c, format("sent a frame claiming to come from rank %d (protocol error)", f.src));
+      return peer_closed(
+          c, format("it sent a frame claiming to come from rank %d (protocol error)", f.src));
     if (f.type == FrameType::Abort) {
       std::vector<unsigned char> p = c.parser.take_payload();
       auto e = decode_error_payload(p.data(), p.size(), kErrorClassCount);
       {
         std::lock_guard<std::mutex> lock(mutex_);
         if (poisoned_.empty()) {
-          poisoned_ = format("bootstrap: rank %d: %s aborted the job: %s", rank_,
-                             describe(c.rank).c_str(),
-                             e ? e->message.c_str() : "(malformed abort message)");
+          poisoned_ =
+              format("bootstrap: rank %d: %s aborted the job: %s", rank_, describe(c.rank).c_str(),
+                     e ? e->message.c_str() : "(malformed abort message)");
           poison_class_ = ErrorClass::RemoteError;
         }
       }
@@ -262,7 +268,7 @@ void TcpBootstrap::progress_loop() noexcept {
       return;
     }
     if (f.type != FrameType::Data && f.type != FrameType::Coll)
-      return peer_closed(c, format("sent an unexpected frame of type %u (protocol error)",
+      return peer_closed(c, format("it sent an unexpected frame of type %u (protocol error)",
                                    static_cast<unsigned>(f.type)));
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -288,12 +294,12 @@ void TcpBootstrap::progress_loop() noexcept {
                       : format("%s after %llu bytes of an incomplete hello", how.c_str(),
                                static_cast<unsigned long long>(c.parser.bytes_seen())));
         else
-          peer_closed(c, c.parser.mid_message()
-                             ? format("its connection was %s in the middle of a message",
-                                      how.c_str())
-                             : format("its connection was %s (it exited, crashed or destroyed "
-                                      "its Bootstrap)",
-                                      how.c_str()));
+          peer_closed(c,
+                      c.parser.mid_message()
+                          ? format("its connection was %s in the middle of a message", how.c_str())
+                          : format("its connection was %s (it exited, crashed or destroyed "
+                                   "its Bootstrap)",
+                                   how.c_str()));
         return;
       }
       budget -= static_cast<std::size_t>(n);
@@ -307,7 +313,7 @@ void TcpBootstrap::progress_loop() noexcept {
           else {
             GNIO_WARN(Bootstrap, "rank %d: %s broke the protocol: %s", rank_,
                       describe(c.rank).c_str(), c.parser.error());
-            peer_closed(c, format("broke the protocol (%s; GNIO_BOOTSTRAP_MAX_MSG=%llu here)",
+            peer_closed(c, format("it broke the protocol (%s; GNIO_BOOTSTRAP_MAX_MSG=%llu here)",
                                   c.parser.error(), static_cast<unsigned long long>(max_msg_)));
           }
           return;
@@ -323,8 +329,8 @@ void TcpBootstrap::progress_loop() noexcept {
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-        GNIO_WARN(Bootstrap, "rank %d: accept failed (%s); pausing accepts for 100 ms",
-                  rank_, std::strerror(errno));
+        GNIO_WARN(Bootstrap, "rank %d: accept failed (%s); pausing accepts for 100 ms", rank_,
+                  std::strerror(errno));
         accept_paused_until = Clock::now() + std::chrono::milliseconds(100);
         return;
       }
@@ -371,8 +377,10 @@ void TcpBootstrap::progress_loop() noexcept {
       fds.clear();
       fds.push_back({waker_.fd(), POLLIN, 0});
       bool accepting = now >= accept_paused_until;
-      if (accepting) fds.push_back({listener_.get(), POLLIN, 0});
-      else next = std::min(next, accept_paused_until);
+      if (accepting)
+        fds.push_back({listener_.get(), POLLIN, 0});
+      else
+        next = std::min(next, accept_paused_until);
       std::size_t first_conn = fds.size();
       for (auto& c : conns) fds.push_back({c->fd.get(), POLLIN, 0});
       int timeout_ms = static_cast<int>(
@@ -422,8 +430,8 @@ void TcpBootstrap::connect_peer(int peer, Outbound& out, const Deadline& deadlin
       fail(ErrorClass::Timeout,
            "bootstrap: rank %d could not connect to %s at %s within %s s (%s); check that this "
            "host can reach it (firewall, GNIO_SOCKET_IFNAME)",
-           rank_, describe(peer).c_str(), to.to_string().c_str(),
-           seconds_text(timeout_s_).c_str(), std::strerror(err));
+           rank_, describe(peer).c_str(), to.to_string().c_str(), seconds_text(timeout_s_).c_str(),
+           std::strerror(err));
     if (err == ECONNREFUSED && refused_window.expired())
       fail(ErrorClass::RemoteError,
            "bootstrap: rank %d: %s refuses connections at %s: it has exited or destroyed its "
@@ -462,15 +470,16 @@ void TcpBootstrap::send_frame(int peer, FrameType type, std::uint16_t flags, std
   // A partly written frame leaves the stream unusable: every later send to this peer fails too.
   out.fd.reset();
   if (st == IoStatus::Timeout)
-    out.broken = format("bootstrap: rank %d could not send %s (%zu bytes) to %s within %s s: it "
-                        "is not reading (stopped, hung, or overloaded)",
-                        rank_, what.c_str(), bytes, describe(peer).c_str(),
-                        seconds_text(timeout_s_).c_str());
+    out.broken = format(
+        "bootstrap: rank %d could not send %s (%zu bytes) to %s within %s s: it "
+        "is not reading (stopped, hung, or overloaded)",
+        rank_, what.c_str(), bytes, describe(peer).c_str(), seconds_text(timeout_s_).c_str());
   else
-    out.broken = format("bootstrap: rank %d: the connection to %s broke while sending %s (%s): "
-                        "it exited, crashed or aborted",
-                        rank_, describe(peer).c_str(), what.c_str(), std::strerror(err));
-  fail(st == IoStatus::Timeout ? ErrorClass::Timeout
+    out.broken = format(
+        "bootstrap: rank %d: the connection to %s broke while sending %s (%s): "
+        "it exited, crashed or aborted",
+        rank_, describe(peer).c_str(), what.c_str(), std::strerror(err));
+  fail(st == IoStatus::Timeout  ? ErrorClass::Timeout
        : st == IoStatus::Closed ? ErrorClass::RemoteError
                                 : ErrorClass::SystemError,
        "%s", out.broken.c_str());
@@ -537,8 +546,8 @@ TcpBootstrap::Message TcpBootstrap::take(int peer, FrameType type, std::int32_t 
     if (in.closed) {
       std::string reason = in.close_reason;
       lock.unlock();
-      fail(ErrorClass::RemoteError, "bootstrap: rank %d was waiting for %s from %s, but %s",
-           rank_, what.c_str(), describe(peer).c_str(), reason.c_str());
+      fail(ErrorClass::RemoteError, "bootstrap: rank %d was waiting for %s from %s, but %s", rank_,
+           what.c_str(), describe(peer).c_str(), reason.c_str());
     }
     if (deadline.expired()) {
       bool connected = in.connected;
@@ -567,7 +576,8 @@ void TcpBootstrap::send(int peer, int tag, const void* data, std::size_t bytes) 
                "every rank) or split the message",
                bytes, static_cast<unsigned long long>(max_msg_));
   Deadline deadline = Deadline::after(timeout_s_);
-  send_frame(peer, FrameType::Data, 0, tag, data, bytes, deadline, format("a message with tag %d", tag));
+  send_frame(peer, FrameType::Data, 0, tag, data, bytes, deadline,
+             format("a message with tag %d", tag));
 }
 
 void TcpBootstrap::recv(int peer, int tag, void* data, std::size_t bytes) {
@@ -606,17 +616,21 @@ void TcpBootstrap::abort_job(const Error& error) {
       std::lock_guard<std::mutex> in_lock(mutex_);
       if (in_[peer].closed) continue;
     }
-    try {
-      Deadline step = Deadline::after(std::min(0.25, budget.remaining_ms() / 1000.0));
-      if (!out.fd) connect_peer(peer, out, step);
-      int err = 0;
-      if (send_all(out.fd.get(), head, sizeof(head), payload.data(), payload.size(), step, &err) !=
-          IoStatus::Ok)
-        out.fd.reset();
-    } catch (const Error&) {
-      // The peer is unreachable too; nothing more to do for it.
+    // Quietly: a peer that cannot be reached now is not worth more errors in the log.
+    Deadline step = Deadline::after(std::min(0.25, budget.remaining_ms() / 1000.0));
+    int err = 0;
+    if (!out.fd) {
+      Fd fd = connect_tcp(SockAddr::from_net(peers_[peer].listen), step, &err);
+      unsigned char hello[kHelloBytes];
+      encode_hello({Purpose::Peer, token_, rank_, size_}, hello);
+      if (fd && send_all(fd.get(), hello, sizeof(hello), nullptr, 0, step, &err) == IoStatus::Ok)
+        out.fd = std::move(fd);
     }
-    if (!out.fd) out.broken = format("bootstrap: rank %d aborted the job: %s", rank_, error.message().c_str());
+    if (out.fd && send_all(out.fd.get(), head, sizeof(head), payload.data(), payload.size(), step,
+                           &err) != IoStatus::Ok)
+      out.fd.reset();
+    if (!out.fd)
+      out.broken = format("bootstrap: rank %d aborted the job: %s", rank_, error.message().c_str());
   }
 }
 
@@ -629,8 +643,7 @@ void TcpBootstrap::collective(CollKind kind, F&& body) {
   }
   auto seq = static_cast<std::int32_t>(++coll_seq_ & 0x7fffffff);
   Deadline deadline = Deadline::after(timeout_s_);
-  GNIO_TRACE(Bootstrap, "rank %d: %s #%d", rank_,
-             coll_name(static_cast<std::uint16_t>(kind)), seq);
+  GNIO_TRACE(Bootstrap, "rank %d: %s #%d", rank_, coll_name(static_cast<std::uint16_t>(kind)), seq);
   try {
     body(seq, deadline);
   } catch (const Error& e) {
@@ -751,8 +764,8 @@ std::unique_ptr<Bootstrap> Bootstrap::from_env() {
          info.source.c_str());
   }
   std::uint64_t token = bootstrap::job_token_from_env(info);
-  auto root = bootstrap::SockAddr::resolve(info.root_host, static_cast<std::uint16_t>(info.root_port),
-                                           "MASTER_ADDR");
+  auto root = bootstrap::SockAddr::resolve(
+      info.root_host, static_cast<std::uint16_t>(info.root_port), "MASTER_ADDR");
   std::unique_ptr<bootstrap::RootService> own_root;
   if (info.rank == 0) {
     // Rank 0 hosts the root on the advertised address. If MASTER_ADDR is not one of this host's

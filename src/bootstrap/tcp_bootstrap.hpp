@@ -80,9 +80,8 @@ class TcpBootstrap final : public Bootstrap {
   void rendezvous(const SockAddr& root, const Deadline& deadline);
   void progress_loop() noexcept;
 
-  void send_frame(int peer, FrameType type, std::uint16_t flags, std::int32_t tag,
-                  const void* data, std::size_t bytes, const Deadline& deadline,
-                  const std::string& what);
+  void send_frame(int peer, FrameType type, std::uint16_t flags, std::int32_t tag, const void* data,
+                  std::size_t bytes, const Deadline& deadline, const std::string& what);
   void connect_peer(int peer, Outbound& out, const Deadline& deadline);
   /// Takes the next queued message from `peer` with (type, tag), waiting until `deadline`.
   /// `expect_bytes`: for Data, a message of another length is left queued and InvalidArgument

@@ -86,7 +86,9 @@ UniqueId create_unique_id() {
   return id;
 }
 
-std::string to_string(const UniqueId& id) { return bootstrap::hex_encode(id.bytes, sizeof(id.bytes)); }
+std::string to_string(const UniqueId& id) {
+  return bootstrap::hex_encode(id.bytes, sizeof(id.bytes));
+}
 
 UniqueId unique_id_from_string(const std::string& text) {
   std::size_t begin = text.find_first_not_of(" \t\r\n");

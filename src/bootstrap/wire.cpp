@@ -32,7 +32,9 @@ std::uint64_t get64(const unsigned char* p) {
 bool all_zero(const unsigned char* p, std::size_t n) {
   return std::all_of(p, p + n, [](unsigned char c) { return c == 0; });
 }
-bool printable(unsigned char c) { return c >= 0x20 && c < 0x7f; }
+bool printable(unsigned char c) {
+  return c >= 0x20 && c < 0x7f;
+}
 
 std::uint32_t fnv1a32(const unsigned char* p, std::size_t n) {
   std::uint32_t h = 0x811c9dc5u;
@@ -129,8 +131,7 @@ std::optional<FrameHeader> decode_frame_header(const void* data, std::size_t len
 // ---------------------------------------------------------------------------------------------
 
 bool operator==(const NetAddress& a, const NetAddress& b) {
-  return a.family == b.family && a.port == b.port && a.scope_id == b.scope_id &&
-         a.bytes == b.bytes;
+  return a.family == b.family && a.port == b.port && a.scope_id == b.scope_id && a.bytes == b.bytes;
 }
 
 void encode_rank_record(const RankRecord& r, unsigned char out[kRankRecordBytes]) {
@@ -184,8 +185,8 @@ std::optional<std::vector<RankRecord>> decode_table(const void* data, std::size_
   std::vector<RankRecord> records;
   records.reserve(static_cast<std::size_t>(count));
   for (std::int32_t i = 0; i < count; ++i) {
-    auto r = decode_rank_record(p + static_cast<std::size_t>(i) * kRankRecordBytes,
-                                kRankRecordBytes);
+    auto r =
+        decode_rank_record(p + static_cast<std::size_t>(i) * kRankRecordBytes, kRankRecordBytes);
     if (!r) return std::nullopt;
     records.push_back(std::move(*r));
   }
@@ -232,7 +233,8 @@ std::optional<UniqueIdFields> decode_unique_id(const void* data, std::size_t len
   if (!data || len != kUniqueIdBytes) return std::nullopt;
   const auto* p = static_cast<const unsigned char*>(data);
   if (get32(p) != kUniqueIdMagic || get16(p + 4) != kProtocolVersion) return std::nullopt;
-  if (get32(p + 40) != fnv1a32(p, 40) || !all_zero(p + 44, kUniqueIdBytes - 44)) return std::nullopt;
+  if (get32(p + 40) != fnv1a32(p, 40) || !all_zero(p + 44, kUniqueIdBytes - 44))
+    return std::nullopt;
   if (p[7] != 0 || get16(p + 10) != 0) return std::nullopt;
   UniqueIdFields f;
   f.root.family = p[6];
@@ -331,7 +333,8 @@ StreamParser::Event StreamParser::commit(std::size_t n) {
     case State::Hello: {
       // Check the magic as soon as it is complete, so garbage is refused without waiting for
       // the rest of a hello that may never come.
-      if (have_ >= 4 && std::memcmp(head_, "GNhi", 4) != 0) return fail("not a gnio hello (bad magic)");
+      if (have_ >= 4 && std::memcmp(head_, "GNhi", 4) != 0)
+        return fail("not a gnio hello (bad magic)");
       if (have_ < kHelloBytes) return Event::NeedMore;
       auto h = decode_hello(head_, kHelloBytes);
       if (!h) return fail("malformed hello (version, purpose, rank or size out of range)");
@@ -341,7 +344,8 @@ StreamParser::Event StreamParser::commit(std::size_t n) {
       return Event::Hello;
     }
     case State::Header: {
-      if (have_ >= 4 && std::memcmp(head_, "GNfr", 4) != 0) return fail("not a gnio frame (bad magic)");
+      if (have_ >= 4 && std::memcmp(head_, "GNfr", 4) != 0)
+        return fail("not a gnio frame (bad magic)");
       if (have_ < kFrameHeaderBytes) return Event::NeedMore;
       auto f = decode_frame_header(head_, kFrameHeaderBytes, max_length_);
       if (!f) {

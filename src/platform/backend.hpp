@@ -41,10 +41,12 @@ class Backend {
   virtual void* reserve(std::size_t bytes, std::size_t align) = 0;
   /// Returns a reservation made by reserve(); all mappings in it must be unmapped first.
   virtual void release(void* va, std::size_t bytes) = 0;
-  /// Creates `bytes` of physical memory on this rank's device, exportable to node peers.
+  /// Creates `bytes` of zero-filled physical memory on this rank's device, exportable to node
+  /// peers.
   virtual ShareableChunk create_chunk(std::size_t bytes) = 0;
   /// Maps a chunk (this rank's own, or a peer's imported from its fd) at `at` inside a
-  /// reservation and makes it readable and writable by this rank's device and host code.
+  /// reservation and makes it readable and writable by this rank's device (on the host backend
+  /// also by host code; on cuda the host reaches it only through copy()/fill()).
   /// Does not take ownership of `fd`.
   virtual void map_chunk(void* at, std::size_t bytes, int fd, bool own) = 0;
   /// Unmaps what map_chunk mapped at `at`.

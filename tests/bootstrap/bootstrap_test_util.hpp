@@ -27,15 +27,17 @@
 namespace gnio::test {
 
 /// Exit code of a child that died of an uncaught gnio::Error of class `c`.
-constexpr int exit_code(ErrorClass c) { return 10 + static_cast<int>(c); }
+constexpr int exit_code(ErrorClass c) {
+  return 10 + static_cast<int>(c);
+}
 
 /// In a child: fail (exit code 3) with a message when `cond` is false.
-#define CHILD_CHECK(cond)                                                                    \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);          \
-      return 3;                                                                              \
-    }                                                                                        \
+#define CHILD_CHECK(cond)                                                           \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      return 3;                                                                     \
+    }                                                                               \
   } while (0)
 
 /// Seconds on the steady clock since `t`.
@@ -46,15 +48,37 @@ inline double since(std::chrono::steady_clock::time_point t) {
 /// Removes every launcher variable a test could inherit (from CI under Slurm, or gnio-run), so
 /// each child starts from a known environment.
 inline void clear_launcher_env() {
-  static const char* kNames[] = {
-      "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-      "GROUP_RANK", "TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-      "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_orte_ess_jobid",
-      "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_PROCID", "SLURM_NTASKS",
-      "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID",
-      "SLURM_JOB_ID", "SLURM_STEP_ID", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID",
-      "MPI_LOCALNRANKS", "GNIO_BOOTSTRAP_ADDR", "GNIO_BOOTSTRAP_PORT", "GNIO_JOB_TOKEN",
-      "GNIO_SOCKET_IFNAME"};
+  static const char* kNames[] = {"RANK",
+                                 "WORLD_SIZE",
+                                 "LOCAL_RANK",
+                                 "LOCAL_WORLD_SIZE",
+                                 "MASTER_ADDR",
+                                 "MASTER_PORT",
+                                 "GROUP_RANK",
+                                 "TORCHELASTIC_RUN_ID",
+                                 "OMPI_COMM_WORLD_RANK",
+                                 "OMPI_COMM_WORLD_SIZE",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK",
+                                 "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                 "OMPI_MCA_orte_ess_jobid",
+                                 "OMPI_MCA_ess_base_jobid",
+                                 "PMIX_NAMESPACE",
+                                 "SLURM_PROCID",
+                                 "SLURM_NTASKS",
+                                 "SLURM_LOCALID",
+                                 "SLURM_NTASKS_PER_NODE",
+                                 "SLURM_STEP_TASKS_PER_NODE",
+                                 "SLURM_NODEID",
+                                 "SLURM_JOB_ID",
+                                 "SLURM_STEP_ID",
+                                 "PMI_RANK",
+                                 "PMI_SIZE",
+                                 "MPI_LOCALRANKID",
+                                 "MPI_LOCALNRANKS",
+                                 "GNIO_BOOTSTRAP_ADDR",
+                                 "GNIO_BOOTSTRAP_PORT",
+                                 "GNIO_JOB_TOKEN",
+                                 "GNIO_SOCKET_IFNAME"};
   for (const char* n : kNames) ::unsetenv(n);
 }
 
@@ -85,9 +109,9 @@ inline int child_exit_code(int status) {
 /// Forks one child per entry of `ranks`; child i runs body(ranks[i]). `during` (optional) runs in
 /// the parent once all are started, with their pids. Waits at most limit_s + 5 s, then kills the
 /// rest. Returns the exit codes, in the order of `ranks`.
-inline std::vector<int> run_ranks(const std::vector<int>& ranks, const std::function<int(int)>& body,
-                                  unsigned limit_s = 30,
-                                  const std::function<void(const std::vector<pid_t>&)>& during = {}) {
+inline std::vector<int> run_ranks(
+    const std::vector<int>& ranks, const std::function<int(int)>& body, unsigned limit_s = 30,
+    const std::function<void(const std::vector<pid_t>&)>& during = {}) {
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> pids;

@@ -4,6 +4,7 @@
 // accept only canonical encodings). The stream parser gets the input in chunks whose sizes come
 // from the input itself, as a listener would read it from a socket, and must never hand out more
 // than one bounded payload or accept bytes after refusing the stream.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -87,15 +88,13 @@ void stream(const std::uint8_t* data, std::size_t size) {
       break;
     }
     require(!buf.empty());
-    std::size_t n = std::min({buf.size(), size - pos, chunk_seed % 37 + 1});
+    std::size_t n = std::min<std::size_t>({buf.size(), size - pos, chunk_seed % 37 + 1});
     chunk_seed = chunk_seed * 1103515245u + 12345u;
     std::memcpy(buf.data(), data + pos, n);
     pos += n;
     switch (p.commit(n)) {
       case StreamParser::Event::NeedMore: break;
-      case StreamParser::Event::Hello:
-        require(expect_hello && ++hellos == 1);
-        break;
+      case StreamParser::Event::Hello: require(expect_hello && ++hellos == 1); break;
       case StreamParser::Event::Frame: {
         require(!expect_hello || hellos == 1);
         require(p.header().length <= max_length);

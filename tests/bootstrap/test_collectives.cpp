@@ -1,5 +1,6 @@
-// Bootstrap operations on 1, 2, 4 and 8 ranks (forked children joining a unique id made by the
-// test process), with every byte checked against a pattern that is never zero.
+// Bootstrap operations on 1, 2, 4 and 8 ranks, with every byte checked against a pattern that is
+// never zero. The ranks are forked children of the test process; the unique id comes from a
+// RootHost child (create_unique_id() there), which the test process holds and hands to the ranks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -95,7 +96,8 @@ int check_threads(Bootstrap& b) {
         for (int k = 0; k < kMessages; ++k) {
           for (int p = 0; p < n; ++p) {
             std::vector<unsigned char> msg(64 + 37 * t);
-            for (std::size_t i = 0; i < msg.size(); ++i) msg[i] = pattern(me, 1000 + t * 100 + k, i);
+            for (std::size_t i = 0; i < msg.size(); ++i)
+              msg[i] = pattern(me, 1000 + t * 100 + k, i);
             b.send(p, 1000 + t, msg.data(), msg.size());
           }
           for (int p = 0; p < n; ++p) {
@@ -122,7 +124,8 @@ class Collectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(Collectives, AllOperationsCarryTheRightBytes) {
   const int n = GetParam();
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks(iota_ranks(n), [&](int r) {
     ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "20", 1);
     auto b = Bootstrap::create(id, r, n);
@@ -149,7 +152,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 4, 8));
 // Barriers really wait: no rank leaves before the last one entered.
 TEST(Collectives, BarrierWaitsForTheLastRank) {
   const int n = 4;
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks(iota_ranks(n), [&](int r) {
     auto b = Bootstrap::create(id, r, n);
     b->barrier();
@@ -165,7 +169,8 @@ TEST(Collectives, BarrierWaitsForTheLastRank) {
 // Allgather of 8 ranks x 4 KiB on loopback must stay well under 10 ms.
 TEST(Collectives, AllgatherLatencyEightRanks) {
   const int n = 8;
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks(iota_ranks(n), [&](int r) {
     auto b = Bootstrap::create(id, r, n);
     std::vector<unsigned char> buf(4096 * n, static_cast<unsigned char>(r + 1));
@@ -189,18 +194,67 @@ TEST(Collectives, AllgatherLatencyEightRanks) {
   for (int i = 0; i < n; ++i) EXPECT_EQ(codes[i], 0) << "rank " << i;
 }
 
+// The root on IPv6 loopback: the unique id carries an IPv6 address, the ranks' listeners follow
+// the root's family.
+TEST(Collectives, Ipv6Root) {
+  if (!bootstrap::SockAddr::parse_numeric("::1", 0) ||
+      !bootstrap::is_local_address(*bootstrap::SockAddr::parse_numeric("::1", 0)))
+    GTEST_SKIP() << "no IPv6 loopback here";
+  RootHost root({"GNIO_BOOTSTRAP_ADDR=::1"});
+  ASSERT_EQ(root.fields().root.family, 6);
+  const UniqueId& id = root.id();
+  auto codes = run_ranks(iota_ranks(3), [&](int r) {
+    auto b = Bootstrap::create(id, r, 3);
+    auto* tcp = dynamic_cast<bootstrap::TcpBootstrap*>(b.get());
+    CHILD_CHECK(tcp && tcp->listen_address().family() == AF_INET6);
+    return check_allgather(*b, 1000, 1);
+  });
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(codes[i], 0) << "rank " << i;
+}
+
+// GNIO_SOCKET_IFNAME picks the interface of the root and of every rank's listener; a name that
+// matches nothing is an InvalidArgument listing the interfaces.
+TEST(Collectives, SocketIfname) {
+  RootHost root({"GNIO_SOCKET_IFNAME==lo"});
+  EXPECT_TRUE(root.address().is_loopback());
+  const UniqueId& id = root.id();
+  auto codes = run_ranks(iota_ranks(2), [&](int r) {
+    ::setenv("GNIO_SOCKET_IFNAME", "lo", 1);
+    auto b = Bootstrap::create(id, r, 2);
+    auto* tcp = dynamic_cast<bootstrap::TcpBootstrap*>(b.get());
+    CHILD_CHECK(tcp && tcp->listen_address().is_loopback());
+    return check_allgather(*b, 100, 2);
+  });
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(codes[i], 0) << "rank " << i;
+  codes = run_ranks({0}, [&](int) {
+    ::setenv("GNIO_SOCKET_IFNAME", "=no-such-if0", 1);
+    try {
+      Bootstrap::create(id, 0, 1);
+    } catch (const Error& e) {
+      CHILD_CHECK(e.error_class() == ErrorClass::InvalidArgument);
+      CHILD_CHECK(std::string(e.what()).find("matches no interface") != std::string::npos);
+      CHILD_CHECK(std::string(e.what()).find("lo") != std::string::npos);
+      return 0;
+    }
+    CHILD_CHECK(false);
+    return 0;
+  });
+  EXPECT_EQ(codes[0], 0);
+}
+
 TEST(Collectives, OversizedMessagesAreRefusedBeforeSending) {
   const int n = 2;
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks(iota_ranks(n), [&](int r) {
     ::setenv("GNIO_BOOTSTRAP_MAX_MSG", "1M", 1);
     auto b = Bootstrap::create(id, r, n);
     std::vector<unsigned char> big((1 << 20) + 1, 1);
     std::vector<unsigned char> gather(big.size() * n, 1);
-    for (auto fn : std::vector<std::function<void()>>{
-             [&] { b->send(1 - r, 0, big.data(), big.size()); },
-             [&] { b->allgather(gather.data(), big.size()); },
-             [&] { b->broadcast(big.data(), big.size(), 0); }}) {
+    for (auto fn :
+         std::vector<std::function<void()>>{[&] { b->send(1 - r, 0, big.data(), big.size()); },
+                                            [&] { b->allgather(gather.data(), big.size()); },
+                                            [&] { b->broadcast(big.data(), big.size(), 0); }}) {
       try {
         fn();
         CHILD_CHECK(false);
@@ -225,7 +279,8 @@ TEST(Collectives, OversizedMessagesAreRefusedBeforeSending) {
 // A peer with a larger limit sends more than this rank accepts: the receiver refuses the frame
 // (protocol error) instead of allocating it, and the recv reports the peer.
 TEST(Collectives, ReceiverEnforcesItsOwnLimit) {
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks({0, 1}, [&](int r) {
     ::setenv("GNIO_BOOTSTRAP_MAX_MSG", r == 0 ? "4M" : "1M", 1);
     auto b = Bootstrap::create(id, r, 2);
@@ -249,7 +304,8 @@ TEST(Collectives, ReceiverEnforcesItsOwnLimit) {
 }
 
 TEST(Collectives, InvalidArgumentsHaveNoEffect) {
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks({0, 1}, [&](int r) {
     auto b = Bootstrap::create(id, r, 2);
     auto invalid = [](const std::function<void()>& fn) {

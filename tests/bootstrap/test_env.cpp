@@ -25,10 +25,13 @@ void set_env(const Env& env) {
 
 /// Runs body() in a child with exactly the launcher variables in `env`.
 int in_child(const Env& env, const std::function<int()>& body) {
-  return run_ranks({0}, [&](int) {
-    set_env(env);
-    return body();
-  }, 20)[0];
+  return run_ranks(
+      {0},
+      [&](int) {
+        set_env(env);
+        return body();
+      },
+      20)[0];
 }
 
 /// In a child: true when fn throws InvalidArgument whose message contains `words`.
@@ -48,10 +51,15 @@ bool throws_invalid(const std::function<void()>& fn, const char* words) {
 }
 
 TEST(LaunchEnv, Torchrun) {
-  EXPECT_EQ(0, in_child({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"},
-                         {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.1.2.3"},
-                         {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RUN_ID", "job-17"},
-                         {"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "9"}},
+  EXPECT_EQ(0, in_child({{"RANK", "2"},
+                         {"WORLD_SIZE", "4"},
+                         {"LOCAL_RANK", "0"},
+                         {"LOCAL_WORLD_SIZE", "2"},
+                         {"MASTER_ADDR", "10.1.2.3"},
+                         {"MASTER_PORT", "29500"},
+                         {"TORCHELASTIC_RUN_ID", "job-17"},
+                         {"OMPI_COMM_WORLD_RANK", "1"},
+                         {"OMPI_COMM_WORLD_SIZE", "9"}},
                         [] {
                           LaunchInfo i = launch_info_from_env();
                           CHILD_CHECK(i.source == "torchrun");  // before Open MPI in the order
@@ -63,8 +71,11 @@ TEST(LaunchEnv, Torchrun) {
 }
 
 TEST(LaunchEnv, GnioRunWithPortOverride) {
-  EXPECT_EQ(0, in_child({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"},
-                         {"MASTER_PORT", "29500"}, {"GNIO_JOB_TOKEN", "00ff00ff00ff00ff"},
+  EXPECT_EQ(0, in_child({{"RANK", "0"},
+                         {"WORLD_SIZE", "1"},
+                         {"MASTER_ADDR", "127.0.0.1"},
+                         {"MASTER_PORT", "29500"},
+                         {"GNIO_JOB_TOKEN", "00ff00ff00ff00ff"},
                          {"GNIO_BOOTSTRAP_PORT", "31000"}},
                         [] {
                           LaunchInfo i = launch_info_from_env();
@@ -77,10 +88,14 @@ TEST(LaunchEnv, GnioRunWithPortOverride) {
 }
 
 TEST(LaunchEnv, OpenMpiTakesTheRootFromGnioVariables) {
-  EXPECT_EQ(0, in_child({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
-                         {"GNIO_BOOTSTRAP_ADDR", "10.9.9.9"}, {"GNIO_BOOTSTRAP_PORT", "4000"},
-                         {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}},
+  EXPECT_EQ(0, in_child({{"OMPI_COMM_WORLD_RANK", "3"},
+                         {"OMPI_COMM_WORLD_SIZE", "4"},
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                         {"GNIO_BOOTSTRAP_ADDR", "10.9.9.9"},
+                         {"GNIO_BOOTSTRAP_PORT", "4000"},
+                         {"SLURM_PROCID", "0"},
+                         {"SLURM_NTASKS", "1"}},
                         [] {
                           LaunchInfo i = launch_info_from_env();
                           CHILD_CHECK(i.source == "openmpi");
@@ -90,8 +105,10 @@ TEST(LaunchEnv, OpenMpiTakesTheRootFromGnioVariables) {
                           return 0;
                         }));
   // MASTER_ADDR/MASTER_PORT are used as they are (no +1: no TCPStore owns the port).
-  EXPECT_EQ(0, in_child({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                         {"MASTER_ADDR", "host-a"}, {"MASTER_PORT", "5000"}},
+  EXPECT_EQ(0, in_child({{"OMPI_COMM_WORLD_RANK", "0"},
+                         {"OMPI_COMM_WORLD_SIZE", "2"},
+                         {"MASTER_ADDR", "host-a"},
+                         {"MASTER_PORT", "5000"}},
                         [] {
                           LaunchInfo i = launch_info_from_env();
                           CHILD_CHECK(i.root_host == "host-a" && i.root_port == 5000);
@@ -100,8 +117,9 @@ TEST(LaunchEnv, OpenMpiTakesTheRootFromGnioVariables) {
   // Without any of them from_env() says what to set.
   EXPECT_EQ(0, in_child({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}, [] {
               CHILD_CHECK(launch_info_from_env().root_host.empty());
-              CHILD_CHECK(throws_invalid([] { Bootstrap::from_env(); }, "set MASTER_ADDR (or "
-                                                                        "GNIO_BOOTSTRAP_ADDR)"));
+              CHILD_CHECK(throws_invalid([] { Bootstrap::from_env(); },
+                                         "set MASTER_ADDR (or "
+                                         "GNIO_BOOTSTRAP_ADDR)"));
               ::setenv("MASTER_ADDR", "127.0.0.1", 1);
               CHILD_CHECK(throws_invalid([] { Bootstrap::from_env(); }, "GNIO_BOOTSTRAP_PORT"));
               return 0;
@@ -109,10 +127,15 @@ TEST(LaunchEnv, OpenMpiTakesTheRootFromGnioVariables) {
 }
 
 TEST(LaunchEnv, Slurm) {
-  EXPECT_EQ(0, in_child({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
-                         {"SLURM_STEP_TASKS_PER_NODE", "3(x2),2"}, {"SLURM_NODEID", "2"},
-                         {"SLURM_JOB_ID", "777"}, {"SLURM_STEP_ID", "0"},
-                         {"MASTER_ADDR", "10.0.0.1"}, {"GNIO_BOOTSTRAP_PORT", "4100"}},
+  EXPECT_EQ(0, in_child({{"SLURM_PROCID", "5"},
+                         {"SLURM_NTASKS", "8"},
+                         {"SLURM_LOCALID", "1"},
+                         {"SLURM_STEP_TASKS_PER_NODE", "3(x2),2"},
+                         {"SLURM_NODEID", "2"},
+                         {"SLURM_JOB_ID", "777"},
+                         {"SLURM_STEP_ID", "0"},
+                         {"MASTER_ADDR", "10.0.0.1"},
+                         {"GNIO_BOOTSTRAP_PORT", "4100"}},
                         [] {
                           LaunchInfo i = launch_info_from_env();
                           CHILD_CHECK(i.source == "slurm");
@@ -125,21 +148,23 @@ TEST(LaunchEnv, Slurm) {
                           CHILD_CHECK(t1 != bootstrap::job_token_from_env(i));
                           return 0;
                         }));
-  EXPECT_EQ(0, in_child({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"},
-                         {"SLURM_NTASKS_PER_NODE", "4"}},
-                        [] {
-                          CHILD_CHECK(launch_info_from_env().local_size == 4);
-                          ::setenv("SLURM_STEP_TASKS_PER_NODE", "4(x2)", 1);  // uniform
-                          CHILD_CHECK(launch_info_from_env().local_size == 4);
-                          ::unsetenv("SLURM_NTASKS_PER_NODE");
-                          ::setenv("SLURM_STEP_TASKS_PER_NODE", "3,5", 1);  // no SLURM_NODEID
-                          CHILD_CHECK(launch_info_from_env().local_size == 0);
-                          return 0;
-                        }));
+  EXPECT_EQ(
+      0,
+      in_child({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}, {"SLURM_NTASKS_PER_NODE", "4"}}, [] {
+        CHILD_CHECK(launch_info_from_env().local_size == 4);
+        ::setenv("SLURM_STEP_TASKS_PER_NODE", "4(x2)", 1);  // uniform
+        CHILD_CHECK(launch_info_from_env().local_size == 4);
+        ::unsetenv("SLURM_NTASKS_PER_NODE");
+        ::setenv("SLURM_STEP_TASKS_PER_NODE", "3,5", 1);  // no SLURM_NODEID
+        CHILD_CHECK(launch_info_from_env().local_size == 0);
+        return 0;
+      }));
 }
 
 TEST(LaunchEnv, Pmi) {
-  EXPECT_EQ(0, in_child({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"},
+  EXPECT_EQ(0, in_child({{"PMI_RANK", "1"},
+                         {"PMI_SIZE", "2"},
+                         {"MPI_LOCALRANKID", "1"},
                          {"MPI_LOCALNRANKS", "2"}},
                         [] {
                           LaunchInfo i = launch_info_from_env();
@@ -175,14 +200,15 @@ TEST(LaunchEnv, InconsistentValuesNameTheVariable) {
        "GNIO_BOOTSTRAP_PORT=99999"},
   };
   for (const Case& c : cases)
-    EXPECT_EQ(0, in_child(c.env, [&] {
-                CHILD_CHECK(throws_invalid([] { launch_info_from_env(); }, c.words));
-                return 0;
-              }))
+    EXPECT_EQ(0, in_child(c.env,
+                          [&] {
+                            CHILD_CHECK(throws_invalid([] { launch_info_from_env(); }, c.words));
+                            return 0;
+                          }))
         << "case: " << c.words;
   EXPECT_EQ(0, in_child({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"GNIO_JOB_TOKEN", "not-hex"}}, [] {
-              CHILD_CHECK(throws_invalid([] { bootstrap::job_token_from_env(launch_info_from_env()); },
-                                         "GNIO_JOB_TOKEN"));
+              CHILD_CHECK(throws_invalid(
+                  [] { bootstrap::job_token_from_env(launch_info_from_env()); }, "GNIO_JOB_TOKEN"));
               return 0;
             }));
 }
@@ -230,23 +256,32 @@ void from_env_job(const std::function<Env(int rank, const std::string& port)>& e
 
 TEST(FromEnv, TorchrunVariables) {
   std::string rank_text[4] = {"0", "1", "2", "3"};
-  from_env_job([&](int r, const std::string& port) -> Env {
-    static std::string p;
-    p = port;
-    return {{"RANK", rank_text[r].c_str()}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "127.0.0.1"},
-            {"MASTER_PORT", p.c_str()}, {"TORCHELASTIC_RUN_ID", "run-1"}};
-  }, 4);
+  from_env_job(
+      [&](int r, const std::string& port) -> Env {
+        static std::string p;
+        p = port;
+        return {{"RANK", rank_text[r].c_str()},
+                {"WORLD_SIZE", "4"},
+                {"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", p.c_str()},
+                {"TORCHELASTIC_RUN_ID", "run-1"}};
+      },
+      4);
 }
 
 TEST(FromEnv, OpenMpiVariablesWithExplicitRoot) {
   std::string rank_text[3] = {"0", "1", "2"};
-  from_env_job([&](int r, const std::string& port) -> Env {
-    static std::string p;
-    p = port;
-    return {{"OMPI_COMM_WORLD_RANK", rank_text[r].c_str()}, {"OMPI_COMM_WORLD_SIZE", "3"},
-            {"GNIO_BOOTSTRAP_ADDR", "127.0.0.1"}, {"GNIO_BOOTSTRAP_PORT", p.c_str()},
-            {"OMPI_MCA_orte_ess_jobid", "12345"}};
-  }, 3);
+  from_env_job(
+      [&](int r, const std::string& port) -> Env {
+        static std::string p;
+        p = port;
+        return {{"OMPI_COMM_WORLD_RANK", rank_text[r].c_str()},
+                {"OMPI_COMM_WORLD_SIZE", "3"},
+                {"GNIO_BOOTSTRAP_ADDR", "127.0.0.1"},
+                {"GNIO_BOOTSTRAP_PORT", p.c_str()},
+                {"OMPI_MCA_orte_ess_jobid", "12345"}};
+      },
+      3);
 }
 
 }  // namespace

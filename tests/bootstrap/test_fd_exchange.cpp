@@ -10,9 +10,9 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <string>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "bootstrap/fd_exchange.hpp"
@@ -60,7 +60,8 @@ int exchange_chunks(Bootstrap& b, const std::vector<int>& node, int chunks) {
     for (std::size_t i = 0; i < kChunk / 4; ++i) w[i] = word(b.rank(), c, i);
     std::vector<int> fds = fx.allgather_fd(fd);
     CHILD_CHECK(fds.size() == node.size());
-    struct stat own {}, dup {};
+    struct stat own {
+    }, dup{};
     CHILD_CHECK(::fstat(fd, &own) == 0 && ::fstat(fds[fx.local_index()], &dup) == 0);
     CHILD_CHECK(fds[fx.local_index()] != fd && own.st_ino == dup.st_ino);
     for (std::size_t j = 0; j < fds.size(); ++j) {
@@ -85,10 +86,12 @@ class FdExchangeRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(FdExchangeRanks, MemfdsAreSharedAcrossRepeatedCalls) {
   const int n = GetParam();
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks(iota_ranks(n), [&](int r) {
     ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "20", 1);
     auto b = Bootstrap::create(id, r, n);
+    b->barrier();  // opens the bootstrap connections the barrier below reuses
     std::vector<std::string> before = open_fds();
     if (int rc = exchange_chunks(*b, iota_ranks(n), 5)) return rc;
     std::vector<std::string> after = open_fds();
@@ -107,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, FdExchangeRanks, ::testing::Values(2, 4));
 
 // Four ranks as two simulated nodes {0, 2} and {1, 3}: each group exchanges among itself only.
 TEST(FdExchange, TwoNodesOnOneHost) {
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks(iota_ranks(4), [&](int r) {
     auto b = Bootstrap::create(id, r, 4);
     std::vector<int> node = r % 2 == 0 ? std::vector<int>{0, 2} : std::vector<int>{1, 3};
@@ -118,7 +122,8 @@ TEST(FdExchange, TwoNodesOnOneHost) {
 
 // Strangers on the abstract socket (garbage, a wrong token) are dropped; the exchange goes on.
 TEST(FdExchange, StrangersOnTheSocketAreIgnored) {
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   const std::uint64_t token = bootstrap::decode_unique_id(id.bytes, 128)->token;
   auto codes = run_ranks(iota_ranks(3), [&](int r) {
     auto b = Bootstrap::create(id, r, 3);
@@ -132,7 +137,8 @@ TEST(FdExchange, StrangersOnTheSocketAreIgnored) {
         sockaddr_un a{};
         a.sun_family = AF_UNIX;
         std::memcpy(a.sun_path + 1, name, std::strlen(name));
-        socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + std::strlen(name));
+        socklen_t len =
+            static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + std::strlen(name));
         for (int kind = 0; kind < 3; ++kind) {
           int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
           if (::connect(s, reinterpret_cast<sockaddr*>(&a), len) == 0) {
@@ -165,7 +171,8 @@ TEST(FdExchange, StrangersOnTheSocketAreIgnored) {
 }
 
 TEST(FdExchange, MissingNodeRankTimesOutNamingIt) {
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks(iota_ranks(3), [&](int r) {
     ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "1", 1);
     auto b = Bootstrap::create(id, r, 3);
@@ -190,7 +197,8 @@ TEST(FdExchange, MissingNodeRankTimesOutNamingIt) {
 }
 
 TEST(FdExchange, BadArgumentsAreInvalid) {
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks({0}, [&](int) {
     auto b = Bootstrap::create(id, 0, 1);
     auto invalid = [](const std::function<void()>& fn) {

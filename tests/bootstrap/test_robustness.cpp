@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "bootstrap/tcp_bootstrap.hpp"
 #include "bootstrap_test_util.hpp"
 #include "gnio/bootstrap.hpp"
+#include "gnio/log.hpp"
 
 namespace gnio::test {
 namespace {
@@ -32,7 +35,9 @@ std::string what_of(const std::function<void()>& fn, ErrorClass* cls) {
   return "";
 }
 
-bool contains(const std::string& s, const char* words) { return s.find(words) != std::string::npos; }
+bool contains(const std::string& s, const char* words) {
+  return s.find(words) != std::string::npos;
+}
 
 // A small job: allgather + barrier + ring send/recv, all checked.
 int small_job(Bootstrap& b, int rounds) {
@@ -74,27 +79,37 @@ TEST(Robustness, StrayClientsAtTheRootDuringInit) {
     auto h = hello_bytes(Purpose::Peer, token, 0, n);
     raw_send(fd, h.data(), h.size());
   }
-  auto codes = run_ranks(iota_ranks(n), [&](int r) {
-    ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "10", 1);
-    auto t0 = std::chrono::steady_clock::now();
-    auto b = Bootstrap::create(root.id(), r, n);
-    // The stalled clients hold their connections for 5 s; joining must not wait for them.
-    CHILD_CHECK(since(t0) < 3.0);
-    return small_job(*b, 3);
-  }, 30, [&](const std::vector<pid_t>&) {
-    // More of the same while the ranks are registering.
-    attack(at, token, n, Purpose::Register, keep);
-  });
+  auto codes = run_ranks(
+      iota_ranks(n),
+      [&](int r) {
+        ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "10", 1);
+        auto t0 = std::chrono::steady_clock::now();
+        auto b = Bootstrap::create(root.id(), r, n);
+        // The stalled clients hold their connections for 5 s; joining must not wait for them.
+        CHILD_CHECK(since(t0) < 3.0);
+        return small_job(*b, 3);
+      },
+      30,
+      [&](const std::vector<pid_t>&) {
+        // More of the same while the ranks are registering.
+        attack(at, token, n, Purpose::Register, keep);
+      });
   for (int i = 0; i < n; ++i) EXPECT_EQ(codes[i], 0) << "rank " << i;
 }
 
 TEST(Robustness, StrayClientsAtRankListenersDuringTheJob) {
   const int n = 4;
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   const std::uint64_t token = bootstrap::decode_unique_id(id.bytes, 128)->token;
   auto codes = run_ranks(iota_ranks(n), [&](int r) {
     ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "20", 1);
     ::setenv("GNIO_BOOTSTRAP_HELLO_TIMEOUT", "1", 1);
+    // Each rank logs to its own file, to count the WARN lines about dropped connections.
+    std::string log_file = "/tmp/gnio-bootstrap-test-" + std::to_string(::getpid()) + ".log";
+    ::setenv("GNIO_DEBUG_FILE", log_file.c_str(), 1);
+    ::setenv("GNIO_DEBUG", "WARN", 1);
+    reload_log_config();
     auto b = Bootstrap::create(id, r, n);
     auto* tcp = dynamic_cast<bootstrap::TcpBootstrap*>(b.get());
     CHILD_CHECK(tcp);
@@ -129,8 +144,19 @@ TEST(Robustness, StrayClientsAtRankListenersDuringTheJob) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1300));
     if (int rc = small_job(*b, 5)) return rc;
     std::uint64_t dropped = tcp->dropped_connections();
-    std::printf("rank %d dropped %llu stray connections\n", r, static_cast<unsigned long long>(dropped));
+    std::printf("rank %d dropped %llu stray connections\n", r,
+                static_cast<unsigned long long>(dropped));
     CHILD_CHECK(dropped >= 3 * 11);  // 11 stray connections per round reached this listener
+    // All of them came from one address: one WARN line, the rest at TRACE.
+    std::FILE* f = std::fopen(log_file.c_str(), "r");
+    CHILD_CHECK(f);
+    int warn_lines = 0;
+    char line[4096];
+    while (std::fgets(line, sizeof(line), f))
+      if (std::strstr(line, "dropped a connection")) ++warn_lines;
+    std::fclose(f);
+    ::unlink(log_file.c_str());
+    CHILD_CHECK(warn_lines == 1);
     return 0;
   });
   for (int i = 0; i < n; ++i) EXPECT_EQ(codes[i], 0) << "rank " << i;
@@ -180,18 +206,22 @@ TEST(Robustness, UnreachableRootTimesOut) {
 TEST(Robustness, RankKilledDuringInitFreesItsSlotAndIsNamed) {
   RootHost root;
   const int n = 4;
-  auto codes = run_ranks({0, 1, 3, 2}, [&](int r) {
-    ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "3", 1);
-    if (r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(600));  // after the kill
-    ErrorClass cls{};
-    std::string msg = what_of([&] { Bootstrap::create(root.id(), r, n); }, &cls);
-    CHILD_CHECK(cls == ErrorClass::Timeout);
-    CHILD_CHECK(contains(msg, "rank 3."));
-    return 0;
-  }, 20, [&](const std::vector<pid_t>& pids) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // rank 3 has registered
-    ::kill(pids[2], SIGKILL);
-  });
+  auto codes = run_ranks(
+      {0, 1, 3, 2},
+      [&](int r) {
+        ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "3", 1);
+        if (r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(600));  // after the kill
+        ErrorClass cls{};
+        std::string msg = what_of([&] { Bootstrap::create(root.id(), r, n); }, &cls);
+        CHILD_CHECK(cls == ErrorClass::Timeout);
+        CHILD_CHECK(contains(msg, "rank 3."));
+        return 0;
+      },
+      20,
+      [&](const std::vector<pid_t>& pids) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // rank 3 has registered
+        ::kill(pids[2], SIGKILL);
+      });
   EXPECT_EQ(codes[0], 0);
   EXPECT_EQ(codes[1], 0);
   EXPECT_EQ(codes[2], 128 + SIGKILL);
@@ -199,33 +229,38 @@ TEST(Robustness, RankKilledDuringInitFreesItsSlotAndIsNamed) {
 }
 
 TEST(Robustness, RankKilledMidAllgatherFailsEveryoneFast) {
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   const int n = 4;
   auto t0 = std::chrono::steady_clock::now();
-  auto codes = run_ranks(iota_ranks(n), [&](int r) {
-    ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "15", 1);
-    auto b = Bootstrap::create(id, r, n);
-    std::vector<unsigned char> buf(n * 65536, static_cast<unsigned char>(r + 1));
-    auto start = std::chrono::steady_clock::now();
-    for (;;) {
-      ErrorClass cls{};
-      std::string msg = what_of([&] { b->allgather(buf.data(), 65536); }, &cls);
-      if (msg.empty()) {
-        CHILD_CHECK(since(start) < 12);  // must fail long before the 15 s timeout
-        continue;
-      }
-      std::fprintf(stderr, "rank %d after %.2f s: %s\n", r, since(start), msg.c_str());
-      CHILD_CHECK(cls == ErrorClass::RemoteError || cls == ErrorClass::Timeout);
-      CHILD_CHECK(contains(msg, "rank"));
-      // Every later call fails at once too.
-      ErrorClass again{};
-      CHILD_CHECK(!what_of([&] { b->barrier(); }, &again).empty());
-      return 0;
-    }
-  }, 30, [&](const std::vector<pid_t>& pids) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    ::kill(pids[2], SIGKILL);
-  });
+  auto codes = run_ranks(
+      iota_ranks(n),
+      [&](int r) {
+        ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "15", 1);
+        auto b = Bootstrap::create(id, r, n);
+        std::vector<unsigned char> buf(n * 65536, static_cast<unsigned char>(r + 1));
+        auto start = std::chrono::steady_clock::now();
+        for (;;) {
+          ErrorClass cls{};
+          std::string msg = what_of([&] { b->allgather(buf.data(), 65536); }, &cls);
+          if (msg.empty()) {
+            CHILD_CHECK(since(start) < 12);  // must fail long before the 15 s timeout
+            continue;
+          }
+          std::fprintf(stderr, "rank %d after %.2f s: %s\n", r, since(start), msg.c_str());
+          CHILD_CHECK(cls == ErrorClass::RemoteError || cls == ErrorClass::Timeout);
+          CHILD_CHECK(contains(msg, "rank"));
+          // Every later call fails at once too.
+          ErrorClass again{};
+          CHILD_CHECK(!what_of([&] { b->barrier(); }, &again).empty());
+          return 0;
+        }
+      },
+      30,
+      [&](const std::vector<pid_t>& pids) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(700));
+        ::kill(pids[2], SIGKILL);
+      });
   EXPECT_EQ(codes[0], 0);
   EXPECT_EQ(codes[1], 0);
   EXPECT_EQ(codes[2], 128 + SIGKILL);
@@ -234,7 +269,8 @@ TEST(Robustness, RankKilledMidAllgatherFailsEveryoneFast) {
 }
 
 TEST(Robustness, MismatchedCollectivesAreReported) {
-  UniqueId id = create_unique_id();
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
   auto codes = run_ranks({0, 1}, [&](int r) {
     ::setenv("GNIO_BOOTSTRAP_TIMEOUT", "5", 1);
     auto b = Bootstrap::create(id, r, 2);
@@ -292,8 +328,10 @@ TEST(Robustness, SizeConflictAndForeignTokenAreRefusedClearly) {
       ErrorClass cls{};
       std::string msg = what_of(
           [&] {
-            if (r == 100) Bootstrap::create(root.id(), 1, 3);  // size 3 instead of 2
-            else Bootstrap::create(foreign, 1, 2);             // another job's token
+            if (r == 100)
+              Bootstrap::create(root.id(), 1, 3);  // size 3 instead of 2
+            else
+              Bootstrap::create(foreign, 1, 2);  // another job's token
           },
           &cls);
       std::fprintf(stderr, "refused: %s\n", msg.c_str());

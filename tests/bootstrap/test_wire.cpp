@@ -33,14 +33,14 @@ TEST(Wire, HelloRoundTripAndRejects) {
     c[at] = v;
     return decode_hello(c, sizeof(c));
   };
-  EXPECT_FALSE(corrupt(0, 'X'));   // magic
-  EXPECT_FALSE(corrupt(4, 99));    // version
-  EXPECT_FALSE(corrupt(6, 0));     // purpose 0
-  EXPECT_FALSE(corrupt(6, 77));    // purpose unknown
-  EXPECT_FALSE(corrupt(16, 8));    // rank == size
-  EXPECT_FALSE(corrupt(19, 0x80)); // negative rank
-  EXPECT_FALSE(corrupt(20, 0));    // size 0
-  EXPECT_FALSE(corrupt(23, 0x40)); // size above kMaxRanks
+  EXPECT_FALSE(corrupt(0, 'X'));    // magic
+  EXPECT_FALSE(corrupt(4, 99));     // version
+  EXPECT_FALSE(corrupt(6, 0));      // purpose 0
+  EXPECT_FALSE(corrupt(6, 77));     // purpose unknown
+  EXPECT_FALSE(corrupt(16, 8));     // rank == size
+  EXPECT_FALSE(corrupt(19, 0x80));  // negative rank
+  EXPECT_FALSE(corrupt(20, 0));     // size 0
+  EXPECT_FALSE(corrupt(23, 0x40));  // size above kMaxRanks
 }
 
 TEST(Wire, FrameHeaderBoundsTheLength) {

@@ -1,6 +1,8 @@
 // Host-backend kernel launch: every thread of every block runs once, concurrently, with the right
 // coordinates; block and warp barriers order memory; warp broadcast; per-block shared memory;
 // errors from kernel threads; launch-shape validation; and the cost of a launch.
+#include "platform/host/host_launch.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -16,7 +18,6 @@
 #include "gnio/device/thread.hpp"
 #include "gnio/launch.hpp"
 #include "host_test_util.hpp"
-#include "platform/host/host_launch.hpp"
 
 namespace {
 
@@ -45,7 +46,7 @@ struct Seen {
 };
 
 TEST_F(LaunchTest, EveryThreadRunsOnceWithItsCoordinates) {
-  const LaunchDims shapes[] = {{1, 1},  {1, 32},  {1, 33}, {3, 64},   {8, 64},
+  const LaunchDims shapes[] = {{1, 1},   {1, 32},   {1, 33},   {3, 64},  {8, 64},
                                {16, 17}, {1, 1024}, {1024, 1}, {5, 100}, {2, 512}};
   for (const LaunchDims& d : shapes) {
     SCOPED_TRACE(testing::Message() << "grid " << d.grid << " x block " << d.block);
@@ -226,24 +227,24 @@ TEST_F(LaunchTest, SharedMemoryIsPerBlockZeroedAndAligned) {
   auto* nz = &nonzero;
   auto* w = &wrong;
   for (int launch = 0; launch < 3; ++launch) {  // zeroed again for every launch
-    gnio::launch(stream(), {.grid = kGrid, .block = kBlock, .shared_bytes = kBytes},
-                 [base, nz, w, launch] {
-                   namespace dev = gnio::dev;
-                   auto* mem = static_cast<unsigned char*>(dev::shared_memory());
-                   const unsigned t = dev::thread(), n = dev::block_size(), b = dev::block();
-                   if (t == 0) base[b] = reinterpret_cast<std::uintptr_t>(mem);
-                   std::size_t bad = 0;
-                   for (std::size_t i = t; i < kBytes; i += n) bad += mem[i] != 0;
-                   nz->fetch_add(bad);
-                   dev::sync_block();
-                   for (std::size_t i = t; i < kBytes; i += n)
-                     mem[i] = static_cast<unsigned char>(mix(b, i, launch) >> 8);
-                   dev::sync_block();
-                   bad = 0;
-                   for (std::size_t i = (t * 13) % kBytes, k = 0; k < kBytes / n; ++k, i = (i + n) % kBytes)
-                     bad += mem[i] != static_cast<unsigned char>(mix(b, i, launch) >> 8);
-                   w->fetch_add(bad);
-                 });
+    gnio::launch(
+        stream(), {.grid = kGrid, .block = kBlock, .shared_bytes = kBytes}, [base, nz, w, launch] {
+          namespace dev = gnio::dev;
+          auto* mem = static_cast<unsigned char*>(dev::shared_memory());
+          const unsigned t = dev::thread(), n = dev::block_size(), b = dev::block();
+          if (t == 0) base[b] = reinterpret_cast<std::uintptr_t>(mem);
+          std::size_t bad = 0;
+          for (std::size_t i = t; i < kBytes; i += n) bad += mem[i] != 0;
+          nz->fetch_add(bad);
+          dev::sync_block();
+          for (std::size_t i = t; i < kBytes; i += n)
+            mem[i] = static_cast<unsigned char>(mix(b, i, launch) >> 8);
+          dev::sync_block();
+          bad = 0;
+          for (std::size_t i = (t * 13) % kBytes, k = 0; k < kBytes / n; ++k, i = (i + n) % kBytes)
+            bad += mem[i] != static_cast<unsigned char>(mix(b, i, launch) >> 8);
+          w->fetch_add(bad);
+        });
     sync();
     for (unsigned b = 0; b < kGrid; ++b) {
       EXPECT_EQ(bases[b] % 16, 0u) << "block " << b;
@@ -336,10 +337,9 @@ TEST_F(LaunchTest, RejectedShapesAreInvalidArgumentAndQueueNothing) {
   sync();
   EXPECT_EQ(ran.load(), 1024);
 
-  EXPECT_EQ(error_class_of([&] {
-              gnio::detail::host_launch(nullptr, {.grid = 1, .block = 1}, [] {});
-            }),
-            ErrorClass::InvalidArgument);
+  EXPECT_EQ(
+      error_class_of([&] { gnio::detail::host_launch(nullptr, {.grid = 1, .block = 1}, [] {}); }),
+      ErrorClass::InvalidArgument);
 }
 
 TEST(LaunchDims, CudaPathChecksOnlyWhatTheRuntimeCannot) {
@@ -349,7 +349,8 @@ TEST(LaunchDims, CudaPathChecksOnlyWhatTheRuntimeCannot) {
   EXPECT_EQ(error_class_of([] { check_launch_dims({.grid = 1, .block = 1025}, false); }),
             ErrorClass::InvalidArgument);
   // Big grids and large shared memory are the GPU's business.
-  EXPECT_NO_THROW(check_launch_dims({.grid = 100000, .block = 1024, .shared_bytes = 200000}, false));
+  EXPECT_NO_THROW(
+      check_launch_dims({.grid = 100000, .block = 1024, .shared_bytes = 200000}, false));
   EXPECT_EQ(error_class_of([] { gnio::detail::throw_launch_error_not_cuda(); }),
             ErrorClass::Unsupported);
 }
@@ -370,9 +371,18 @@ TEST_F(LaunchTest, MaxThreadsFollowsTheEnvironment) {
   ASSERT_EQ(unsetenv("GNIO_HOST_MAX_THREADS"), 0);
 }
 
-// The cost of a launch, and that the pool reuses its threads instead of growing.
+#if defined(__SANITIZE_THREAD__)
+// ThreadSanitizer multiplies the cost of every synchronisation (GCC 12's runtime by the number of
+// live threads): fewer launches keep the test's time in line with the others.
+constexpr int kPerfLaunches = 100;
+#else
+constexpr int kPerfLaunches = 1000;
+#endif
+
+// The cost of a launch, and that the pool reuses its threads instead of growing. Measured on 2
+// dedicated cores: ~1.1 ms per launch (TSan ~3 ms with GCC 13's runtime).
 TEST_F(LaunchTest, ThousandLaunchesOf8x64AreFast) {
-  constexpr int kLaunches = 1000;
+  constexpr int kLaunches = kPerfLaunches;
   std::atomic<std::uint64_t> sum{0};
   auto* s = &sum;
   auto kernel = [s] {
@@ -395,12 +405,14 @@ TEST_F(LaunchTest, ThousandLaunchesOf8x64AreFast) {
   const auto stats = gnio::platform::host::host_pool_stats();
   EXPECT_EQ(stats.threads, threads_before) << "the pool grew although launches reuse it";
   EXPECT_LE(stats.threads, stats.limit);
-  std::printf("[   perf   ] %d launches of 8 x 64 threads: %.3f s, %.1f us per launch "
-              "(pool: %zu threads)\n",
-              kLaunches, seconds, seconds * 1e6 / kLaunches, stats.threads);
+  std::printf(
+      "[   perf   ] %d launches of 8 x 64 threads: %.3f s, %.1f us per launch "
+      "(pool: %zu threads)\n",
+      kLaunches, seconds, seconds * 1e6 / kLaunches, stats.threads);
   RecordProperty("us_per_launch", static_cast<int>(seconds * 1e6 / kLaunches));
-  // Generous: 2 shared CI cores, sanitizers; what matters is milliseconds, not seconds.
-  EXPECT_LT(seconds, 60.0);
+  // Generous (60 ms per launch): CI cores are shared with other jobs. What this catches is a
+  // launch costing a thread creation per kernel thread or a sleep, not a few percent.
+  EXPECT_LT(seconds / kLaunches, 0.060);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // The two-process cases fork a child that plays the peer rank. The child never returns into
 // GoogleTest: it runs the same checks as the parent, prints what went wrong and reports a count
 // through its exit status.
+#include "platform/host/host_memory.hpp"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -28,7 +30,6 @@
 
 #include "host_test_util.hpp"
 #include "platform/backend.hpp"
-#include "platform/host/host_memory.hpp"
 
 namespace {
 
@@ -169,7 +170,8 @@ int wait_peer(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
 }
 
-// ---- single process ------------------------------------------------------------------------------
+// ---- single process
+// ------------------------------------------------------------------------------
 
 TEST(HostMemory, GranularityIsThePageSize) {
   auto be = gnio::platform::make_host_backend();
@@ -397,7 +399,8 @@ TEST(HostMemoryTwoProcesses, DeviceAllocationIsShareableThroughTheRegistry) {
     SharedRange r{};
     int fd = -1;
     if (!check(recv_msg(s, &r, sizeof r, &fd) && fd >= 0, "recv fd")) return check.failures;
-    void* p = mmap(nullptr, r.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(r.offset));
+    void* p =
+        mmap(nullptr, r.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(r.offset));
     if (!check(p != MAP_FAILED, "mmap the shared range")) return check.failures;
     auto* q = static_cast<std::uint64_t*>(p);
     std::size_t wrong = 0;
@@ -412,7 +415,8 @@ TEST(HostMemoryTwoProcesses, DeviceAllocationIsShareableThroughTheRegistry) {
   ASSERT_TRUE(send_msg(sock, &msg, sizeof msg, range->fd));
   EXPECT_TRUE(handshake(sock, 'r'));
   std::size_t wrong = 0;
-  for (std::size_t i = 0; i < words; ++i) wrong += buf[i] != (i % 3 ? pattern(0, i) : pattern(1, i));
+  for (std::size_t i = 0; i < words; ++i)
+    wrong += buf[i] != (i % 3 ? pattern(0, i) : pattern(1, i));
   EXPECT_EQ(wrong, 0u) << "#words of the child's writes not visible in the parent's buffer";
   close(sock);
   EXPECT_EQ(wait_peer(pid), 0);

@@ -1,6 +1,8 @@
 // Host-backend streams: FIFO order across kernels, copies, fills and callbacks; errors captured and
 // rethrown by synchronize (and the work behind them skipped); idle/synchronize/destroy/
 // device_synchronize semantics; misuse rejected.
+#include "platform/host/host_stream.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -17,7 +19,6 @@
 #include "base/fail.hpp"
 #include "gnio/launch.hpp"
 #include "host_test_util.hpp"
-#include "platform/host/host_stream.hpp"
 
 namespace {
 
@@ -51,15 +52,13 @@ TEST_F(StreamTest, TasksRunInFifoOrderWhateverTheirKind) {
       case 2:
         // A copy of one element, and a callback that checks it landed before logging.
         backend_->copy(&dst[i], &src[i], sizeof(int), stream());
-        gnio::detail::host_stream_enqueue_callback(host_, [lp, i, &dst, &src] {
-          lp->push_back(dst[i] == src[i] ? i : -i);
-        });
+        gnio::detail::host_stream_enqueue_callback(
+            host_, [lp, i, &dst, &src] { lp->push_back(dst[i] == src[i] ? i : -i); });
         break;
       case 3:
         backend_->fill(&filled[i], 0x5C, 1, stream());
-        gnio::detail::host_stream_enqueue_callback(host_, [lp, i, &filled] {
-          lp->push_back(filled[i] == 0x5C ? i : -i);
-        });
+        gnio::detail::host_stream_enqueue_callback(
+            host_, [lp, i, &filled] { lp->push_back(filled[i] == 0x5C ? i : -i); });
         break;
     }
   }
@@ -103,7 +102,8 @@ TEST_F(StreamTest, KernelsCopiesAndFillsChainThroughDeviceMemory) {
 // stream is usable again afterwards.
 TEST_F(StreamTest, ErrorIsRethrownOnceAndWorkBehindItIsSkipped) {
   std::vector<unsigned char> buf(64, 0x01);
-  gnio::detail::host_stream_enqueue_callback(host_, [] { throw std::runtime_error("callback broke"); });
+  gnio::detail::host_stream_enqueue_callback(host_,
+                                             [] { throw std::runtime_error("callback broke"); });
   backend_->fill(buf.data(), 0x7E, buf.size(), stream());  // skipped
   gnio::launch(stream(), {.grid = 1, .block = 1}, [] { throw std::logic_error("second error"); });
   try {

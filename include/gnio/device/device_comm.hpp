@@ -1,7 +1,7 @@
-// DeviceComm: the communicator as kernels see it. A trivially copyable handle that Comm::device()
-// returns and kernels take by value. It turns symmetric pointers into addresses (local and peer),
-// and every device-side operation (put/get/signal/atomics/waits/barriers, in rma.hpp, signal.hpp,
-// atomics.hpp, sync.hpp) is a member of it.
+// DeviceComm: the communicator as kernels see it. A trivially copyable handle that
+// Comm::device_comm() returns and kernels take by value. It turns symmetric pointers into
+// addresses (local and peer), and every device-side operation (put/get/signal/atomics/waits/
+// barriers) is a member of it; the definitions are in impl/device_comm_impl.hpp.
 //
 // Every wait is bounded: it watches the host-set abort word and a deadline (GNIO_TIMEOUT); on
 // expiry the first failing thread records where it stalled (StallRecord) and every later wait of
@@ -106,7 +106,7 @@ struct DeviceComm {
     return reinterpret_cast<T*>(heap_base_ + static_cast<std::uint64_t>(li) * heap_stride_ + p.offset);
   }
 
-  // ======== one-sided data movement (rma.hpp) ========
+  // ======== one-sided data movement ========
   /// Copies `count` elements from `src` (any memory this rank can read) to `dst` on `peer`.
   /// Returns when `src` may be reused; the data is visible at the peer after quiet(), fence()
   /// followed by a signal, or a barrier.
@@ -128,7 +128,7 @@ struct DeviceComm {
   GNIO_HD void put_signal(SymPtr<T> dst, const T* src, std::size_t count, SymPtr<std::uint64_t> sig,
                           std::uint64_t value, SignalOp op, int peer, CallSite site = {}) const;
 
-  // ======== signals and ordering (signal.hpp) ========
+  // ======== signals and ordering ========
   /// Updates `sig` on `peer`, ordered after this thread's earlier puts to `peer`.
   GNIO_HD void signal(SymPtr<std::uint64_t> sig, std::uint64_t value, SignalOp op, int peer,
                       CallSite site = {}) const;
@@ -145,7 +145,9 @@ struct DeviceComm {
   /// Completes every put/get/atomic this thread issued so far, to all peers.
   GNIO_HD void quiet() const;
 
-  // ======== atomics on peers' memory (atomics.hpp); T is int32/uint32/int64/uint64 ========
+  // ======== atomics on peers' memory; T is int32/uint32/int64/uint64 ========
+  // Each is atomic on its word and orders nothing else (like OpenSHMEM's): use fence()/quiet() or
+  // a signal to order other accesses around it.
   template <class T> GNIO_HD T atomic_fetch(SymPtr<T> p, int peer, CallSite site = {}) const;
   template <class T> GNIO_HD void atomic_set(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
   template <class T> GNIO_HD void atomic_add(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
@@ -155,7 +157,7 @@ struct DeviceComm {
   GNIO_HD T atomic_compare_swap(SymPtr<T> p, T expected, T desired, int peer, CallSite site = {}) const;
   template <class T> GNIO_HD T atomic_swap(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
 
-  // ======== team synchronisation (sync.hpp) ========
+  // ======== team synchronisation ========
   /// Waits until every member of `team` has called sync() as often as this rank; orders memory
   /// accesses before it (on every member) before those after it. One group per rank at a time.
   template <class Coop = Thread>

@@ -23,15 +23,15 @@ bool is_hardware_fault(CUresult r) {
 bool is_out_of_memory(cudaError_t e) {
   return e == cudaErrorMemoryAllocation;
 }
+bool is_out_of_memory(CUresult r) {
+  return r == CUDA_ERROR_OUT_OF_MEMORY;
+}
 // The process is exiting and CUDA already tore itself down: releasing is moot, not a failure.
 bool is_shutdown(cudaError_t e) {
   return e == cudaErrorCudartUnloading;
 }
 bool is_shutdown(CUresult r) {
   return r == CUDA_ERROR_DEINITIALIZED;
-}
-bool is_out_of_memory(CUresult r) {
-  return r == CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 // What the user should do about an error; empty when the error text says enough.
@@ -72,9 +72,9 @@ std::string where(int device) {
 }
 
 [[noreturn]] void fail_call(const std::string& call, int device, const std::string& error,
-                            const char* advice) {
+                            const char* hint) {
   fail(ErrorClass::SystemError, "%s failed on %s: %s.%s", call.c_str(), where(device).c_str(),
-       error.c_str(), advice);
+       error.c_str(), hint);
 }
 
 // Teardown paths cannot throw; a failure there is logged and otherwise ignored.

@@ -21,7 +21,9 @@
 namespace gnio::platform {
 namespace {
 
-bool is_pow2(std::size_t v) { return v && !(v & (v - 1)); }
+bool is_pow2(std::size_t v) {
+  return v && !(v & (v - 1));
+}
 
 int usable_cpus() {
   cpu_set_t set;
@@ -51,7 +53,9 @@ std::string HostBackend::describe() const {
   return format("host CPU backend, %d cores", usable_cpus());
 }
 
-std::size_t HostBackend::granularity() const { return host::page_size(); }
+std::size_t HostBackend::granularity() const {
+  return host::page_size();
+}
 
 void* HostBackend::reserve(std::size_t bytes, std::size_t align) {
   const std::size_t gran = granularity();
@@ -61,8 +65,8 @@ void* HostBackend::reserve(std::size_t bytes, std::size_t align) {
   if (align < gran) align = gran;
   const std::size_t size = (bytes + gran - 1) / gran * gran;
   GNIO_REQUIRE(size >= bytes && size + align > size,
-               "host backend reserve: %zu bytes aligned to %zu overflows the address space",
-               bytes, align);
+               "host backend reserve: %zu bytes aligned to %zu overflows the address space", bytes,
+               align);
   // Over-reserve by the alignment, then trim both ends: mmap only promises page alignment.
   const std::size_t span = size + align;
   void* raw = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -150,7 +154,8 @@ void HostBackend::map_chunk(void* at, std::size_t bytes, int fd, bool /*own*/) {
                "host backend map_chunk: fd %d holds %lld bytes, fewer than the %zu to map", fd,
                static_cast<long long>(st.st_size), bytes);
   void* p = mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
-  if (p == MAP_FAILED) fail_errno("host backend: mapping fd %d at %p (%zu bytes) failed", fd, at, bytes);
+  if (p == MAP_FAILED)
+    fail_errno("host backend: mapping fd %d at %p (%zu bytes) failed", fd, at, bytes);
   GNIO_ASSERT(p == at);
 }
 
@@ -158,8 +163,8 @@ void HostBackend::unmap_chunk(void* at, std::size_t bytes) {
   check_in_reservation("unmap_chunk", at, bytes);
   // Replacing the mapping in one mmap (instead of munmap + mmap) never leaves a hole another
   // thread's mmap could land in.
-  void* p = mmap(at, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-                 -1, 0);
+  void* p =
+      mmap(at, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   if (p == MAP_FAILED) fail_errno("host backend: unmapping %p (%zu bytes) failed", at, bytes);
 }
 
@@ -170,11 +175,19 @@ void HostBackend::close_chunk(ShareableChunk& chunk) {
   chunk = ShareableChunk();
 }
 
-void* HostBackend::alloc_host_mapped(std::size_t bytes) { return host::mapped_alloc(bytes); }
-void HostBackend::free_host_mapped(void* p) noexcept { host::mapped_free(p); }
+void* HostBackend::alloc_host_mapped(std::size_t bytes) {
+  return host::mapped_alloc(bytes);
+}
+void HostBackend::free_host_mapped(void* p) noexcept {
+  host::mapped_free(p);
+}
 
-void* HostBackend::alloc_device(std::size_t bytes) { return host::device_alloc(bytes); }
-void HostBackend::free_device(void* p) noexcept { host::device_free(p); }
+void* HostBackend::alloc_device(std::size_t bytes) {
+  return host::device_alloc(bytes);
+}
+void HostBackend::free_device(void* p) noexcept {
+  host::device_free(p);
+}
 
 void HostBackend::create_stream(CUstream_st** cuda, detail::HostStream** host) {
   GNIO_REQUIRE(host != nullptr, "host backend create_stream: no place for the host stream");
@@ -215,7 +228,9 @@ detail::HostStream* HostBackend::host_stream(StreamRef s, const char* op) {
   return s.host();
 }
 
-bool HostBackend::stream_idle(StreamRef s) { return host_stream(s, "stream_idle")->idle(); }
+bool HostBackend::stream_idle(StreamRef s) {
+  return host_stream(s, "stream_idle")->idle();
+}
 
 void HostBackend::stream_synchronize(StreamRef s) {
   host_stream(s, "stream_synchronize")->synchronize();
@@ -262,6 +277,8 @@ void HostBackend::device_synchronize() {
   if (first) std::rethrow_exception(first);
 }
 
-std::unique_ptr<Backend> make_host_backend() { return std::make_unique<HostBackend>(); }
+std::unique_ptr<Backend> make_host_backend() {
+  return std::make_unique<HostBackend>();
+}
 
 }  // namespace gnio::platform

@@ -5,13 +5,14 @@
 // already waiting (std::barrier::arrive_and_drop does that, but its completion step and the
 // libstdc++ tree implementation are more than we need and harder to reason about under TSan).
 // This one is a counter plus a generation word: the last arriver bumps the generation and wakes
-// the waiters through std::atomic::wait/notify_all, which is a futex on Linux. Waiters therefore
-// sleep in the kernel instead of spinning, which is what keeps 8 ranks x ~100 kernel threads
-// usable on a 2-core CI machine.
+// the waiters through a futex (host_futex.hpp). Waiters therefore sleep in the kernel instead of
+// spinning, which is what keeps 8 ranks x ~100 kernel threads usable on a 2-core CI machine.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+
+#include "platform/host/host_futex.hpp"
 
 namespace gnio::platform::host {
 
@@ -44,17 +45,14 @@ class HostBarrier {
       complete(s);
       return;
     }
-    // libstdc++'s wait spins briefly, then sleeps on a futex; loop because wakeups may be
-    // spurious.
-    while (generation_.load(std::memory_order_acquire) == gen)
-      generation_.wait(gen, std::memory_order_acquire);
+    futex_wait_while(generation_, gen);
   }
 
   /// Leaves the barrier for good (the thread returned from the kernel). If everyone else is
   /// already waiting, this completes their phase.
   void arrive_and_drop() noexcept {
-    const std::uint64_t s =
-        state_.fetch_sub(std::uint64_t{1} << 32, std::memory_order_acq_rel) - (std::uint64_t{1} << 32);
+    const std::uint64_t s = state_.fetch_sub(std::uint64_t{1} << 32, std::memory_order_acq_rel) -
+                            (std::uint64_t{1} << 32);
     if (arrived(s) != 0 && arrived(s) == expected(s)) complete(s);
   }
 
@@ -72,7 +70,7 @@ class HostBarrier {
   void complete(std::uint64_t s) noexcept {
     state_.store(pack(expected(s), 0), std::memory_order_release);
     generation_.fetch_add(1, std::memory_order_release);
-    generation_.notify_all();
+    futex_wake_all(generation_);
   }
 
   /// High 32 bits: participants still in the barrier; low 32 bits: arrived in this phase.

@@ -3,8 +3,8 @@
 // memory) that kernels call through gnio/device/thread.hpp.
 //
 // Design:
-// * A worker is a detached pthread that sleeps on its own 32-bit sequence word (futex via
-//   std::atomic::wait). To give it a job the dispatcher writes the job, then increments the word
+// * A worker is a detached pthread that sleeps on its own 32-bit sequence word (a futex, see
+//   host_futex.hpp). To give it a job the dispatcher writes the job, then increments the word
 //   with release and wakes it; the worker acquires the word, reads the job, runs one kernel thread.
 // * A launch takes all grid x block workers from the pool in one step under the pool lock, and
 //   only then wakes them. So every thread of a launch is guaranteed to be running before any of
@@ -33,6 +33,7 @@
 #include "base/fail.hpp"
 #include "gnio/config.hpp"
 #include "gnio/log.hpp"
+#include "platform/host/host_futex.hpp"
 #include "platform/host/host_stream.hpp"
 
 namespace gnio::detail {
@@ -101,7 +102,7 @@ void start_worker(Launch& launch, std::size_t i) {
   Worker* w = launch.workers[i];
   w->job = Job{&launch, i};
   w->sequence.fetch_add(1, std::memory_order_release);
-  w->sequence.notify_one();
+  futex_wake_one(w->sequence);
 }
 
 /// Runs one kernel thread, then leaves its barriers and reports completion.
@@ -168,8 +169,7 @@ class WorkerPool {
     // With no other launch holding workers, one launch always runs, even above the limit.
     while (idle_.size() + (limit_ > threads_ ? limit_ - threads_ : 0) < n &&
            threads_ != idle_.size()) {
-      if (returned_cv_.wait_for(lock, std::chrono::milliseconds(500)) ==
-              std::cv_status::timeout &&
+      if (returned_cv_.wait_for(lock, std::chrono::milliseconds(500)) == std::cv_status::timeout &&
           std::chrono::steady_clock::now() - start > warn_after) {
         GNIO_WARN(Device,
                   "host kernel of %zu threads waits for the kernel thread pool: %zu of %zu "
@@ -248,10 +248,8 @@ class WorkerPool {
     pthread_setname_np(pthread_self(), "gnio-kernel");
     std::uint32_t seen = 0;
     for (;;) {
-      std::uint32_t now;
-      while ((now = w->sequence.load(std::memory_order_acquire)) == seen)
-        w->sequence.wait(seen, std::memory_order_acquire);
-      seen = now;
+      futex_wait_while(w->sequence, seen);
+      seen = w->sequence.load(std::memory_order_acquire);
       // Copy the job: once this thread reports completion the dispatcher may reuse the mailbox.
       const Job job = w->job;
       run_kernel_thread(job);
@@ -285,7 +283,8 @@ void run_host_kernel(const detail::HostTask& task, detail::HostStream* stream) {
 
   // Every block gets at least 16 bytes so shared_memory() is a valid, distinct pointer even for
   // shared_bytes == 0 (as on the GPU); 64-byte stride keeps blocks off each other's cache lines.
-  const std::size_t stride = (std::max<std::size_t>(task.dims.shared_bytes, 16) + 63) & ~std::size_t{63};
+  const std::size_t stride =
+      (std::max<std::size_t>(task.dims.shared_bytes, 16) + 63) & ~std::size_t{63};
   launch.shared.reset(static_cast<unsigned char*>(std::calloc(grid, stride)));
   if (!launch.shared) throw std::bad_alloc();
 
@@ -319,17 +318,25 @@ void run_host_kernel(const detail::HostTask& task, detail::HostStream* stream) {
   if (launch.error) std::rethrow_exception(launch.error);
 }
 
-HostPoolStats host_pool_stats() { return WorkerPool::instance().stats(); }
+HostPoolStats host_pool_stats() {
+  return WorkerPool::instance().stats();
+}
 
 }  // namespace gnio::platform::host
 
 namespace gnio::detail {
 
-void host_block_sync(HostBlock* b) { b->block_barrier.arrive_and_wait(); }
+void host_block_sync(HostBlock* b) {
+  b->block_barrier.arrive_and_wait();
+}
 
-void host_warp_sync(HostBlock* b, unsigned warp) { b->warp_barriers[warp].arrive_and_wait(); }
+void host_warp_sync(HostBlock* b, unsigned warp) {
+  b->warp_barriers[warp].arrive_and_wait();
+}
 
-void* host_block_shared(HostBlock* b) { return b->shared; }
+void* host_block_shared(HostBlock* b) {
+  return b->shared;
+}
 
 std::uint64_t host_warp_broadcast(HostBlock* b, unsigned warp, unsigned lane, std::uint64_t v,
                                   unsigned src_lane) {

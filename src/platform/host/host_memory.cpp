@@ -21,7 +21,9 @@ namespace gnio::platform {
 namespace host {
 namespace {
 
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+std::size_t round_up(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 /// Sub-allocates one sparse memfd mapped once into this process. First fit over a free list
 /// with coalescing: allocation counts on the host backend are small, so simplicity wins.
@@ -37,18 +39,20 @@ class DeviceArena {
       const int err = errno;
       close(fd_);
       errno = err;
-      fail_errno("host backend: sizing the device-memory arena to %zu bytes failed; lower "
-                 "GNIO_HOST_DEVICE_MEM",
-                 capacity_);
+      fail_errno(
+          "host backend: sizing the device-memory arena to %zu bytes failed; lower "
+          "GNIO_HOST_DEVICE_MEM",
+          capacity_);
     }
     void* p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd_, 0);
     if (p == MAP_FAILED) {
       const int err = errno;
       close(fd_);
       errno = err;
-      fail_errno("host backend: mapping the %zu-byte device-memory arena failed; lower "
-                 "GNIO_HOST_DEVICE_MEM",
-                 capacity_);
+      fail_errno(
+          "host backend: mapping the %zu-byte device-memory arena failed; lower "
+          "GNIO_HOST_DEVICE_MEM",
+          capacity_);
     }
     base_ = static_cast<unsigned char*>(p);
     free_.emplace(0, capacity_);

@@ -17,10 +17,10 @@ namespace gnio::platform {
 /// Where an alloc_device() allocation lives in a shareable file: a peer that receives `fd`
 /// (SCM_RIGHTS) maps `size` bytes at file offset `offset` and sees the same memory as `base`.
 struct HostShareableRange {
-  int fd = -1;              ///< the arena's memfd; owned by the arena, do not close
-  std::size_t offset = 0;   ///< file offset of `base`; a multiple of the page size
-  void* base = nullptr;     ///< start of the allocation containing the queried address
-  std::size_t size = 0;     ///< bytes of that allocation (whole pages)
+  int fd = -1;             ///< the arena's memfd; owned by the arena, do not close
+  std::size_t offset = 0;  ///< file offset of `base`; a multiple of the page size
+  void* base = nullptr;    ///< start of the allocation containing the queried address
+  std::size_t size = 0;    ///< bytes of that allocation (whole pages)
 };
 
 /// The allocation made by the host backend's alloc_device() that contains `p` (any address inside

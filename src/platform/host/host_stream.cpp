@@ -47,7 +47,9 @@ HostStream::HostStream() : owner_pid_(getpid()) {
   }
 }
 
-HostStream::~HostStream() { shutdown(); }
+HostStream::~HostStream() {
+  shutdown();
+}
 
 void HostStream::check_caller(const char* op) const {
   if (getpid() != owner_pid_)

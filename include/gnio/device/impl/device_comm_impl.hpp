@@ -183,7 +183,8 @@ GNIO_HD inline void DeviceComm::fence(int) const { dev::fence_system(); }
 GNIO_HD inline void DeviceComm::quiet() const { dev::fence_system(); }
 
 // ---------------------------------------------------------------------------------------------
-// atomics
+// atomics: relaxed, as in OpenSHMEM — atomic on the word, no ordering of other accesses (use
+// fence()/quiet() or a signal for that), so each costs one round trip and nothing more.
 
 #define GNIO_ATOMIC_TARGET(name)                                                 \
   if (!check_target(name, peer, p.offset, sizeof(T), site)) return T{};          \
@@ -192,12 +193,12 @@ GNIO_HD inline void DeviceComm::quiet() const { dev::fence_system(); }
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_fetch(SymPtr<T> p, int peer, CallSite site) const {
   GNIO_ATOMIC_TARGET("atomic_fetch");
-  return dev::atomic_load(a, dev::Order::Acquire);
+  return dev::atomic_load(a, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline void DeviceComm::atomic_set(SymPtr<T> p, T value, int peer, CallSite site) const {
   if (!check_target("atomic_set", peer, p.offset, sizeof(T), site)) return;
-  dev::atomic_store(peer_ptr(p, peer), value, dev::Order::Release);
+  dev::atomic_store(peer_ptr(p, peer), value, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline void DeviceComm::atomic_add(SymPtr<T> p, T value, int peer, CallSite site) const {
@@ -207,18 +208,18 @@ GNIO_HD inline void DeviceComm::atomic_add(SymPtr<T> p, T value, int peer, CallS
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_fetch_add(SymPtr<T> p, T value, int peer, CallSite site) const {
   GNIO_ATOMIC_TARGET("atomic_fetch_add");
-  return dev::atomic_fetch_add(a, value, dev::Order::AcqRel);
+  return dev::atomic_fetch_add(a, value, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_compare_swap(SymPtr<T> p, T expected, T desired, int peer,
                                                  CallSite site) const {
   GNIO_ATOMIC_TARGET("atomic_compare_swap");
-  return dev::atomic_compare_swap(a, expected, desired, dev::Order::AcqRel);
+  return dev::atomic_compare_swap(a, expected, desired, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_swap(SymPtr<T> p, T value, int peer, CallSite site) const {
   GNIO_ATOMIC_TARGET("atomic_swap");
-  return dev::atomic_exchange(a, value, dev::Order::AcqRel);
+  return dev::atomic_exchange(a, value, dev::Order::Relaxed);
 }
 
 #undef GNIO_ATOMIC_TARGET

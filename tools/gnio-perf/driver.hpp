@@ -1,0 +1,99 @@
+// The benchmark driver shared by gnio-perf and nvshmem-perf: subcommands, the options every
+// subcommand takes (nccl-tests style), and their parsing.
+//
+//   PROGRAM SUBCOMMAND [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [--json FILE]
+//                      [--quick] [subcommand options...]
+//
+// A subcommand is one source file that defines a Subcommand and registers it with a
+// SubcommandRegistrar at namespace scope; adding the file to the program's sources adds the
+// subcommand (gnio-perf's `rma` is rma_gnio.cpp; a `coll` subcommand would be coll_gnio.cpp).
+// Registrars must live in the executable's own sources, not in a static library, or the linker
+// drops them.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gnio::perf {
+
+/// Exit status for a bad command line (as gnio-run).
+inline constexpr int kExitUsage = 2;
+/// Exit status when a data check found wrong bytes.
+inline constexpr int kExitWrongData = 1;
+/// Exit status when the run failed (a gnio or CUDA error, a timeout, a peer that died).
+inline constexpr int kExitFailure = 3;
+
+/// The options every subcommand takes. Unset values are filled by the subcommand, which knows
+/// the backend's sensible defaults (a GPU moves a GiB in milliseconds, the host backend does not).
+struct CommonOptions {
+  std::optional<std::uint64_t> min_bytes;  ///< -b
+  std::optional<std::uint64_t> max_bytes;  ///< -e
+  std::optional<std::uint64_t> factor;     ///< -f: multiply the size by this each step (>= 2)
+  std::optional<std::uint32_t> iters;      ///< -n: iterations per timed launch (small messages)
+  std::optional<std::uint32_t> warmup;     ///< -w: iterations of the untimed warm-up launch
+  std::string json_path;                   ///< --json: write every row and metadata here
+  bool quick = false;                      ///< --quick: a short run (few sizes and iterations)
+  std::string program;                     ///< argv[0]'s base name
+  std::string command_line;                ///< the whole command line, for the JSON metadata
+};
+
+/// Thrown for a bad command line; main prints the message and a usage hint and exits 2.
+struct UsageError {
+  std::string message;
+};
+
+/// Reads a command line's arguments one by one, taking "--opt VALUE", "--opt=VALUE" and
+/// "-oVALUE" forms.
+class ArgReader {
+ public:
+  ArgReader(int argc, char** argv, int first) : args_(argv + first, argv + argc) {}
+  bool done() const { return pos_ >= args_.size(); }
+  /// The next argument (an option name or a positional word); splits "--opt=value".
+  std::string next();
+  /// The value of the option just read (the "=value" part or the next argument).
+  std::string value(const std::string& option);
+
+ private:
+  std::vector<std::string> args_;
+  std::size_t pos_ = 0;
+  std::optional<std::string> pending_value_;
+};
+
+/// Parses a byte count: digits with an optional K, M, G or T suffix (powers of 1024), optionally
+/// followed by "i" and/or "B" ("64K", "1MiB", "2G"). Throws UsageError naming `what`.
+std::uint64_t parse_size(const std::string& text, const char* what);
+/// Parses a non-negative decimal integer no larger than `max`. Throws UsageError naming `what`.
+std::uint64_t parse_count(const std::string& text, const char* what, std::uint64_t max);
+/// A byte count for humans: "8", "4K", "1M", "1G" when exact, else the plain number.
+std::string format_size(std::uint64_t bytes);
+
+/// If `arg` is a common option, consumes its value from `reader` into `opts` and returns true.
+bool parse_common_option(const std::string& arg, ArgReader& reader, CommonOptions& opts);
+/// Prints the common options' help.
+void print_common_usage(std::FILE* out);
+
+/// One subcommand of a benchmark program.
+struct Subcommand {
+  const char* name;     ///< the word after the program name ("rma")
+  const char* summary;  ///< one line for the program's help
+  /// Prints the subcommand's own options (after the common ones).
+  void (*usage)(std::FILE* out);
+  /// Parses its arguments (argv[first..]) and runs; returns the exit status. Throws UsageError
+  /// for a bad command line and gnio::Error (or std::exception) for failures.
+  int (*run)(CommonOptions& common, int argc, char** argv, int first);
+};
+
+/// Registers a subcommand at static initialisation (define one at namespace scope).
+struct SubcommandRegistrar {
+  explicit SubcommandRegistrar(const Subcommand& s);
+};
+
+/// The program's main: picks the subcommand, runs it, turns exceptions into messages and exit
+/// statuses. `description` is the first line of the help text.
+int driver_main(int argc, char** argv, const char* description);
+
+}  // namespace gnio::perf

@@ -1,0 +1,11 @@
+// gnio-perf: benchmarks of gnio, nccl-tests style. `gnio-perf rma` measures the device API's
+// one-sided operations between two ranks; run it under a launcher:
+//
+//   gnio-run -n 2 -- gnio-perf rma [-b 8] [-e 1G] [--op put] [--json out.json] ...
+//
+// Subcommands register themselves (driver.hpp); this file only hands over to the driver.
+#include "driver.hpp"
+
+int main(int argc, char** argv) {
+  return gnio::perf::driver_main(argc, argv, "benchmarks of gnio's GPU-initiated communication");
+}
