@@ -37,7 +37,9 @@ constexpr ConfigVar kVars[] = {
      "network interface for the bootstrap (and tcp transport) sockets; empty = the interface of "
      "the root address / first non-loopback one"},
     {"GNIO_BOOTSTRAP_ADDR", ConfigType::String, "",
-     "explicit IP address to bind the bootstrap listener to (overrides GNIO_SOCKET_IFNAME)"},
+     "IP address for the bootstrap: when it is one of this host's addresses the listener binds to "
+     "it (overrides GNIO_SOCKET_IFNAME); otherwise it names the root (for Open MPI, Slurm and "
+     "PMI launches, which have no MASTER_ADDR; MASTER_ADDR wins when both are set)"},
     {"GNIO_BOOTSTRAP_PORT", ConfigType::Int, "0",
      "root's bootstrap port when initialising from launcher variables; 0 = MASTER_PORT + 1"},
     {"GNIO_JOB_TOKEN", ConfigType::String, "",

@@ -196,13 +196,6 @@ SockAddr local_address(int fd) {
   return SockAddr(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
-SockAddr peer_address(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof(ss);
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return SockAddr();
-  return SockAddr(reinterpret_cast<sockaddr*>(&ss), len);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Interfaces
 
@@ -350,12 +343,6 @@ SockAddr choose_root_address() {
 
 // ---------------------------------------------------------------------------------------------
 // Sockets and I/O
-
-void set_nonblocking(int fd) {
-  int flags = ::fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
-    fail_errno("bootstrap: fcntl(O_NONBLOCK)");
-}
 
 void set_nodelay(int fd) {
   int one = 1;

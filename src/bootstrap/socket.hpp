@@ -55,6 +55,7 @@ class Fd {
 class SockAddr {
  public:
   SockAddr() = default;
+  /// Copies `len` bytes of a sockaddr (truncated to sockaddr_storage).
   SockAddr(const sockaddr* sa, socklen_t len);
 
   /// Parses a numeric IPv4/IPv6 address ("10.0.0.1", "fe80::1%eth0", "[::1]"); nullopt if it is
@@ -63,13 +64,18 @@ class SockAddr {
   /// Resolves a host name or numeric address (getaddrinfo; prefers IPv4). Throws
   /// Error(InvalidArgument) naming `what` (the variable it came from) when it does not resolve.
   static SockAddr resolve(const std::string& host, std::uint16_t port, const char* what);
+  /// Conversions from and to the wire form.
   static SockAddr from_net(const NetAddress& a);
   NetAddress to_net() const;
 
+  /// AF_INET or AF_INET6 (AF_UNSPEC when empty).
   int family() const { return ss_.ss_family; }
+  /// The port in host order.
   std::uint16_t port() const;
   void set_port(std::uint16_t port);
+  /// 127.0.0.0/8, ::1 or an IPv4-mapped loopback address.
   bool is_loopback() const;
+  /// 0.0.0.0 or ::.
   bool is_wildcard() const;
   /// The same family's wildcard address ("0.0.0.0" / "::") with this port.
   SockAddr wildcard() const;
@@ -77,8 +83,10 @@ class SockAddr {
   std::string to_string() const;
   /// The address without the port ("10.0.0.1", "fe80::1").
   std::string host_string() const;
+  /// Same family and address (ports ignored).
   bool same_host(const SockAddr& o) const;
 
+  /// For socket calls.
   const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&ss_); }
   sockaddr* sa() { return reinterpret_cast<sockaddr*>(&ss_); }
   socklen_t len() const { return len_; }
@@ -88,16 +96,15 @@ class SockAddr {
   socklen_t len_ = 0;
 };
 
-/// The address of a local socket (getsockname) or of its peer (getpeername).
+/// The address of a local socket (getsockname). Throws Error(SystemError) on failure.
 SockAddr local_address(int fd);
-SockAddr peer_address(int fd);
 
 /// True when `addr` (port ignored) is assigned to one of this host's interfaces.
 bool is_local_address(const SockAddr& addr);
 
 /// The address a rank binds its listener to:
 ///  1. GNIO_BOOTSTRAP_ADDR, when it is an address of this host (when it is not, it names the
-///     root of an Open MPI/Slurm/PMI job; see launch_info_from_env) ;
+///     root of an Open MPI/Slurm/PMI job; see launch_info_from_env);
 ///  2. the first address of an interface chosen by GNIO_SOCKET_IFNAME (a comma list of name
 ///     prefixes; "=name" matches exactly; "^prefix" excludes), of the root's family if possible;
 ///  3. the local address the kernel routes `toward` from (so the root can reach it back);
@@ -120,14 +127,15 @@ enum class IoStatus { Ok, Closed, Timeout, Error };
 /// failure returns an empty Fd with *err = errno (ETIMEDOUT when the deadline passed).
 Fd connect_tcp(const SockAddr& to, const Deadline& deadline, int* err);
 
-/// Writes all of `iov` to a non-blocking socket, waiting for space until `deadline`.
+/// Writes `a` then `b` (b may be empty) to a non-blocking socket in as few system calls as
+/// possible, waiting for buffer space until `deadline`. *err is set on Error/Closed.
 IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::size_t b_len,
                   const Deadline& deadline, int* err);
-/// Reads exactly `len` bytes from a non-blocking socket before `deadline`.
+/// Reads exactly `len` bytes from a non-blocking socket before `deadline`. *err is set on
+/// Error/Closed.
 IoStatus recv_all(int fd, void* data, std::size_t len, const Deadline& deadline, int* err);
 
-/// Sets O_NONBLOCK; TCP_NODELAY for TCP sockets.
-void set_nonblocking(int fd);
+/// Sets TCP_NODELAY (best effort): bootstrap messages are small and latency-bound.
 void set_nodelay(int fd);
 
 /// poll() on one descriptor for `events`, until `deadline`; EINTR retried. Returns revents, 0 on

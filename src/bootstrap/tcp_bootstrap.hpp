@@ -5,6 +5,10 @@
 // into per-(peer, type, tag) queues). Application threads write to peers over outgoing
 // connections, each under its own mutex, and wait on a condition variable for queued messages.
 //
+// Incoming messages are queued at the receiver until a recv (or collective step) takes them;
+// there is no flow control beyond the per-message bound GNIO_BOOTSTRAP_MAX_MSG, which is fine for
+// an out-of-band channel whose peers are the job's own ranks.
+//
 // Connections are one-way: rank A's messages to rank B travel on the connection A opened to B's
 // listener (on A's first send to B); B's messages to A on the one B opened. So there is no
 // connect race between two ranks and a receiver always knows a connection's rank from its hello.

@@ -64,6 +64,7 @@ struct Hello {
 };
 inline constexpr std::size_t kHelloBytes = 24;
 
+/// Writes `hello` (with kHelloMagic and kProtocolVersion) into `out`.
 void encode_hello(const Hello& hello, unsigned char out[kHelloBytes]);
 /// Decodes a hello: needs exactly kHelloBytes, the magic, kProtocolVersion, a known purpose and
 /// 0 <= rank < size <= kMaxRanks. The token is the caller's to compare.
@@ -95,6 +96,7 @@ struct FrameHeader {
 };
 inline constexpr std::size_t kFrameHeaderBytes = 24;
 
+/// Writes `header` (with kFrameMagic) into `out`.
 void encode_frame_header(const FrameHeader& header, unsigned char out[kFrameHeaderBytes]);
 /// Decodes a header: needs exactly kFrameHeaderBytes, the magic, a known type, src >= -1, and
 /// length <= max_length (the receiver's bound: GNIO_BOOTSTRAP_MAX_MSG or a per-type limit).
@@ -112,6 +114,7 @@ struct NetAddress {
   std::array<std::uint8_t, 16> bytes{};  ///< IPv4 uses the first 4; the rest are 0
 };
 
+/// Field-wise equality.
 bool operator==(const NetAddress& a, const NetAddress& b);
 
 /// What a rank tells the root, and what the root's table holds for every rank.
@@ -131,10 +134,13 @@ inline constexpr std::size_t kMaxHostName = 55;
 /// Encodes a record; a host name longer than kMaxHostName or with unprintable bytes is cut or
 /// replaced so the result always decodes.
 void encode_rank_record(const RankRecord& record, unsigned char out[kRankRecordBytes]);
+/// Decodes a record: exactly kRankRecordBytes, a valid address (family 4 or 6, port != 0,
+/// unused bytes zero), a printable NUL-padded host name.
 std::optional<RankRecord> decode_rank_record(const void* data, std::size_t len);
 
 /// The root's reply: `count` records back to back.
 std::vector<unsigned char> encode_table(const std::vector<RankRecord>& records);
+/// Decodes exactly `count` records (1 <= count <= kMaxRanks), each as decode_rank_record().
 std::optional<std::vector<RankRecord>> decode_table(const void* data, std::size_t len,
                                                     std::int32_t count);
 
@@ -169,6 +175,7 @@ inline constexpr std::size_t kUniqueIdBytes = 128;
 /// Layout: u32 magic "GNid" | u16 version | u8 family | u8 0 | u16 port | u16 0 | u32 scope |
 /// 16 address bytes | u64 token | u32 FNV-1a checksum of the 40 bytes before it | 84 zero bytes.
 void encode_unique_id(const UniqueIdFields& fields, unsigned char out[kUniqueIdBytes]);
+/// Decodes: exactly kUniqueIdBytes, magic, version, checksum, a valid address, zero padding.
 std::optional<UniqueIdFields> decode_unique_id(const void* data, std::size_t len);
 
 /// Lower-case hex of `len` bytes.
@@ -189,7 +196,9 @@ struct FdMessage {
 };
 inline constexpr std::size_t kFdMessageBytes = 16;
 
+/// Layout: u32 magic "GNfd" | u32 seq | i32 src | u32 0.
 void encode_fd_message(const FdMessage& message, unsigned char out[kFdMessageBytes]);
+/// Decodes: exactly kFdMessageBytes, the magic, zero reserved bytes, 0 <= src < kMaxRanks.
 std::optional<FdMessage> decode_fd_message(const void* data, std::size_t len);
 
 // ---------------------------------------------------------------------------------------------
@@ -221,7 +230,9 @@ class StreamParser {
   /// Changes the payload bound (for example once the hello told the job size).
   void set_max_length(std::uint64_t max_length) { max_length_ = max_length; }
 
+  /// The hello, valid after Event::Hello.
   const Hello& hello() const { return hello_; }
+  /// The last frame's header, valid after Event::Frame.
   const FrameHeader& header() const { return header_; }
   /// Moves the completed frame's payload out.
   std::vector<unsigned char> take_payload() { return std::move(payload_); }

@@ -120,7 +120,10 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   control = static_cast<DeviceControl*>(backend->alloc_host_mapped(sizeof(DeviceControl)));
 
   // The symmetric heap, mapped by every rank of the node.
-  fds = std::make_unique<FdExchange>(*bootstrap, node_ranks, bootstrap->token());
+  // Each communicator gets its own fd-exchange namespace (abstract sockets are named by token), so
+  // several communicators of one job can live side by side.
+  fds = std::make_unique<FdExchange>(*bootstrap, node_ranks,
+                                     bootstrap->token() ^ (std::uint64_t{heap_id} * 0x9E3779B97F4A7C15ull));
   HeapConfig hc{config_size("GNIO_HEAP_SIZE"), config_size("GNIO_HEAP_CHUNK"), config_size("GNIO_HEAP_MAX")};
   GNIO_REQUIRE(hc.chunk > 0, "GNIO_HEAP_CHUNK must be positive");
   heap = std::make_unique<SymmetricHeap>(*backend, *bootstrap, *fds, node_ranks, local_rank, hc);
@@ -133,6 +136,7 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   backend->copy(heap->local_base() + local_index_table.offset, local_index.data(),
                 sizeof(std::int16_t) * size, internal_stream());
   backend->stream_synchronize(internal_stream());
+  stall_claim = alloc_internal(sizeof(std::uint32_t)).cast<std::uint32_t>();
   std::vector<int> all(size);
   for (int r = 0; r < size; ++r) all[r] = r;
   world = make_team(all);
@@ -404,6 +408,7 @@ DeviceComm Comm::device_comm() const {
   d.heap_bytes_ = c.heap->mapped();
   d.local_index_ = reinterpret_cast<const std::int16_t*>(c.heap->local_base() + c.local_index_table.offset);
   d.control_ = c.control;
+  d.stall_claim_ = reinterpret_cast<std::uint32_t*>(c.heap->local_base() + c.stall_claim.offset);
   d.timeout_ns_ = static_cast<std::uint64_t>(c.timeout_s * 1e9);
   d.world_ = c.world;
   d.node_ = c.node_team;

@@ -45,6 +45,7 @@ class CommImpl {
   CUstream_st* cuda_stream = nullptr;  // internal stream for setup copies
   HostStream* host_stream = nullptr;
   SymPtr<std::int16_t> local_index_table{};
+  SymPtr<std::uint32_t> stall_claim{};  // device-memory claim word of the stall record
   Team world{};
   Team node_team{};
   std::uint32_t next_team_id = 0;

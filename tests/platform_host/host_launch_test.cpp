@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "base/fail.hpp"
@@ -371,12 +372,15 @@ TEST_F(LaunchTest, MaxThreadsFollowsTheEnvironment) {
   ASSERT_EQ(unsetenv("GNIO_HOST_MAX_THREADS"), 0);
 }
 
-#if defined(__SANITIZE_THREAD__)
-// ThreadSanitizer multiplies the cost of every synchronisation (GCC 12's runtime by the number of
-// live threads): fewer launches keep the test's time in line with the others.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+// Sanitizers multiply the cost of every synchronisation (GCC 12's ThreadSanitizer by the number
+// of live threads): fewer launches keep the test's time in line with the others, and the time is
+// reported, not judged.
 constexpr int kPerfLaunches = 100;
+constexpr bool kJudgeTime = false;
 #else
 constexpr int kPerfLaunches = 1000;
+constexpr bool kJudgeTime = true;
 #endif
 
 // The cost of a launch, and that the pool reuses its threads instead of growing. Measured on 2
@@ -403,7 +407,8 @@ TEST_F(LaunchTest, ThousandLaunchesOf8x64AreFast) {
 
   EXPECT_EQ(sum.load(), std::uint64_t{kLaunches} * (512 * 513 / 2));
   const auto stats = gnio::platform::host::host_pool_stats();
-  EXPECT_EQ(stats.threads, threads_before) << "the pool grew although launches reuse it";
+  // (It may shrink meanwhile: idle threads left by earlier tests retire.)
+  EXPECT_LE(stats.threads, threads_before) << "the pool grew although launches reuse it";
   EXPECT_LE(stats.threads, stats.limit);
   std::printf(
       "[   perf   ] %d launches of 8 x 64 threads: %.3f s, %.1f us per launch "
@@ -412,7 +417,29 @@ TEST_F(LaunchTest, ThousandLaunchesOf8x64AreFast) {
   RecordProperty("us_per_launch", static_cast<int>(seconds * 1e6 / kLaunches));
   // Generous (60 ms per launch): CI cores are shared with other jobs. What this catches is a
   // launch costing a thread creation per kernel thread or a sleep, not a few percent.
-  EXPECT_LT(seconds / kLaunches, 0.060);
+  if (kJudgeTime) {
+    EXPECT_LT(seconds / kLaunches, 0.060);
+  }
+}
+
+// After a big launch the pool shrinks back: idle workers retire after a few seconds.
+TEST_F(LaunchTest, IdleKernelThreadsRetire) {
+  std::atomic<int> ran{0};
+  auto* r = &ran;
+  gnio::launch(stream(), {.grid = 4, .block = 256}, [r] { r->fetch_add(1); });
+  sync();
+  ASSERT_EQ(ran.load(), 1024);
+  ASSERT_GE(gnio::platform::host::host_pool_stats().threads, 1024u);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::size_t threads = 0;
+  while ((threads = gnio::platform::host::host_pool_stats().threads) > 64 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_LE(threads, 64u) << "idle kernel threads did not retire";
+  // And the pool grows again on demand.
+  gnio::launch(stream(), {.grid = 2, .block = 128}, [r] { r->fetch_add(1); });
+  sync();
+  EXPECT_EQ(ran.load(), 1024 + 256);
 }
 
 }  // namespace

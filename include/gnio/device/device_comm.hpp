@@ -62,6 +62,9 @@ struct DeviceComm {
   const std::int16_t* local_index_ = nullptr;  ///< [size_] node-local index or -1 (non-contiguous)
   // ---- waits -------------------------------------------------------------------------------
   DeviceControl* control_ = nullptr;  ///< host-mapped abort word and stall record
+  /// Device-memory word the first failing thread claims (atomics on host-mapped memory are not
+  /// supported over every PCIe link, so the record itself is written with plain stores).
+  std::uint32_t* stall_claim_ = nullptr;
   std::uint64_t timeout_ns_ = 0;      ///< 0 = no deadline
   // ---- teams -------------------------------------------------------------------------------
   Team world_{};

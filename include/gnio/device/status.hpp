@@ -36,9 +36,10 @@ GNIO_HD_INLINE bool compare(std::uint64_t seen, Cmp cmp, std::uint64_t value) {
 }
 
 /// Where a device operation gave up, written once per communicator into host-mapped memory by
-/// the first thread that fails; Comm::check() turns it into a gnio::Error.
+/// the first thread that fails (with plain stores: no atomics on host memory); Comm::check()
+/// turns it into a gnio::Error.
 struct StallRecord {
-  std::uint32_t state;        ///< 0 empty, 1 being written, 2 complete (release-published)
+  std::uint32_t state;        ///< 0 empty, 2 complete (release-published by the device)
   Status status;              ///< why
   std::int32_t rank;          ///< the rank that stalled
   std::int32_t peer;          ///< the peer it waited on or addressed (-1 if none/several)
@@ -55,6 +56,7 @@ struct StallRecord {
 /// Control words shared between the host and every kernel of a communicator (host-mapped).
 struct DeviceControl {
   /// 0 = running; non-zero = stop waiting (1 = aborted by the host, 2 = a device error recorded).
+  /// Written with plain (release) stores by either side, never read-modify-written.
   std::uint32_t abort;
   std::uint32_t pad;
   StallRecord stall;

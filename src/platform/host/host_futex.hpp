@@ -22,8 +22,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdint>
+#include <ctime>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -55,20 +57,41 @@ inline std::uint32_t* futex_word(std::atomic<std::uint32_t>& a) noexcept {
   return reinterpret_cast<std::uint32_t*>(&a);
 }
 
-/// Blocks until `a` no longer holds `old` (acquire). Spurious wakeups are absorbed here.
-inline void futex_wait_while(std::atomic<std::uint32_t>& a, std::uint32_t old) noexcept {
+/// The spin and yield phase of a wait: true when `a` changed from `old` (acquire) meanwhile.
+inline bool futex_spin_while(std::atomic<std::uint32_t>& a, std::uint32_t old) noexcept {
   for (int i = 0; i < kFutexSpins; ++i) {
-    if (a.load(std::memory_order_acquire) != old) return;
+    if (a.load(std::memory_order_acquire) != old) return true;
     cpu_relax();
   }
   for (int i = 0; i < kFutexYields; ++i) {
-    if (a.load(std::memory_order_acquire) != old) return;
+    if (a.load(std::memory_order_acquire) != old) return true;
     sched_yield();
   }
+  return false;
+}
+
+/// Blocks until `a` no longer holds `old` (acquire). Spurious wakeups are absorbed here.
+inline void futex_wait_while(std::atomic<std::uint32_t>& a, std::uint32_t old) noexcept {
+  if (futex_spin_while(a, old)) return;
   while (a.load(std::memory_order_acquire) == old) {
     // Returns at once (EAGAIN) if the word changed since the load: no lost wakeups.
     syscall(SYS_futex, futex_word(a), FUTEX_WAIT_PRIVATE, old, nullptr, nullptr, 0);
   }
+}
+
+/// As futex_wait_while, but gives up after `timeout`: false when `a` still holds `old`.
+inline bool futex_wait_while_for(std::atomic<std::uint32_t>& a, std::uint32_t old,
+                                 std::chrono::nanoseconds timeout) noexcept {
+  if (futex_spin_while(a, old)) return true;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (a.load(std::memory_order_acquire) == old) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds::zero()) return false;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec ts{static_cast<std::time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    syscall(SYS_futex, futex_word(a), FUTEX_WAIT_PRIVATE, old, &ts, nullptr, 0);
+  }
+  return true;
 }
 
 /// Wakes every thread sleeping in futex_wait_while(a, ...). Call after changing `a`.

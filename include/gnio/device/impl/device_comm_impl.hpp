@@ -28,9 +28,11 @@ GNIO_HD inline void DeviceComm::report(Status status, const char* op, int peer,
                                        std::uint64_t heap_offset, std::uint64_t expected,
                                        std::uint64_t seen, Cmp cmp, std::uint64_t waited_ns,
                                        CallSite site) const {
-  if (!control_) return;
-  StallRecord& r = control_->stall;
-  if (dev::atomic_compare_swap(&r.state, 0u, 1u, dev::Order::Acquire) == 0u) {
+  if (!control_ || !stall_claim_) return;
+  // The first failing thread of this rank wins the claim (in device memory) and fills the
+  // host-mapped record with plain stores, publishing it with a release store of `state`.
+  if (dev::atomic_exchange(stall_claim_, 1u, dev::Order::AcqRel) == 0u) {
+    StallRecord& r = control_->stall;
     r.status = status;
     r.rank = rank_;
     r.peer = peer;
@@ -43,9 +45,9 @@ GNIO_HD inline void DeviceComm::report(Status status, const char* op, int peer,
     detail::copy_tail(r.op, sizeof(r.op), op);
     detail::copy_tail(r.file, sizeof(r.file), site.file);
     dev::atomic_store(&r.state, 2u, dev::Order::Release);
+    // Every later wait of the communicator sees this and returns Status::Aborted.
+    dev::atomic_store(&control_->abort, 2u, dev::Order::Release);
   }
-  // Keep a host abort (1) as it is; otherwise mark "device error recorded".
-  dev::atomic_compare_swap(&control_->abort, 0u, 2u, dev::Order::AcqRel);
 }
 
 template <class Ready>
