@@ -17,14 +17,17 @@
 //                         GPUs; shows what the system-scope fence costs)
 //   ll16 (data|flag)      8 B data and 8 B flag in one 16-byte store, polled as one 16-byte load
 //                         (NCCL's LL idea): no fence at all
-// Copy-loop variants (one thread block on GPU 0, 16 bytes per thread per iteration, ns per
-// iteration): remote stores fed by plain loads, by read-only (ld.global.nc) loads, or from a
-// register; remote loads into local stores.
+// Call-cost variants (one block on GPU 0, calls issued back to back, ns per call): a raw PTX
+// load/store against gnio::detail::group_copy and DeviceComm::put/get on the same bytes, through
+// a DeviceComm filled by hand (GPU 1's buffer as peer 1's heap): where a small put's time goes.
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+
+#include "gnio/device.hpp"
 
 namespace {
 
@@ -139,21 +142,57 @@ __global__ void ping_pong(Mailbox* mine, Mailbox* peer, int iters, bool initiato
   if (bad) atomicAdd(wrong, static_cast<unsigned long long>(bad));
 }
 
-enum CopyVariant { kStorePlain, kStoreNc, kStoreReg, kGetPlain, kCopyVariants };
-const char* const kCopyNames[] = {"remote st <- plain ld", "remote st <- ld.global.nc", "remote st <- register",
-                                  "local st <- remote ld"};
+/// Copy-loop variants: what one call costs when it is issued back to back (no fences).
+enum CopyVariant {
+  kRawPut8,        // one 8-byte remote store fed by a local load (inline PTX: nothing elided)
+  kGroupCopyPut8,  // gnio::detail::group_copy<Thread>(remote, local, 8)
+  kCommPut8,       // DeviceComm::put<Thread>(8 bytes)
+  kRawPut16x512,   // 512 threads, one 16-byte remote store each
+  kGroupCopyPut8K, // group_copy<Block>(remote, local, 8 KiB), 512 threads
+  kCommPut8K,      // DeviceComm::put<Block>(8 KiB), 512 threads
+  kRawGet8,        // one 8-byte remote load into a local store, from a fresh window each time
+  kCommGet8,       // DeviceComm::get<Thread>(8 bytes), same windows
+  kCopyVariants
+};
+const char* const kCopyNames[] = {"raw put 8 B",          "group_copy<Thread> 8 B", "DeviceComm::put<Thread> 8 B",
+                                  "raw put 16 B x 512 thr", "group_copy<Block> 8 KiB", "DeviceComm::put<Block> 8 KiB",
+                                  "raw get 8 B",          "DeviceComm::get<Thread> 8 B"};
+constexpr std::uint64_t kWindow = 16384;  // get windows: far apart, so no cache line is reused
 
 template <int V>
-__global__ void copy_loop(int4* remote, int4* local, int iters, unsigned long long* ns) {
+__global__ void copy_loop(gnio::DeviceComm dc, std::uint8_t* remote, std::uint8_t* local, int iters,
+                          unsigned long long* ns) {
   const unsigned t = threadIdx.x;
-  int4 reg = local[t];
+  const gnio::SymPtr<std::uint8_t> sym{1, 0, 0};  // offset 0 of the hand-made heap (= `remote` on peer 1)
   __syncthreads();
   const std::uint64_t t0 = now_ns();
   for (int k = 0; k < iters; ++k) {
-    if constexpr (V == kStorePlain) remote[t] = local[t];
-    else if constexpr (V == kStoreNc) remote[t] = __ldg(local + t);
-    else if constexpr (V == kStoreReg) remote[t] = reg;
-    else local[t] = remote[(k & 1023) * 1024 + t];  // a fresh 16 KiB window: no L1 reuse
+    const std::uint64_t w = static_cast<std::uint64_t>(k & 1023) * kWindow;
+    if constexpr (V == kRawPut8) {
+      std::uint64_t v;
+      asm volatile("ld.global.u64 %0, [%1];" : "=l"(v) : "l"(local));
+      asm volatile("st.global.u64 [%0], %1;" ::"l"(remote), "l"(v) : "memory");
+    } else if constexpr (V == kGroupCopyPut8) {
+      gnio::detail::group_copy(remote, local, 8, gnio::Thread{});
+    } else if constexpr (V == kCommPut8) {
+      dc.put<gnio::Thread>(sym, local, 8, 1);
+    } else if constexpr (V == kRawPut16x512) {
+      int4 v;
+      asm volatile("ld.global.v4.s32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(local + 16 * t));
+      asm volatile("st.global.v4.s32 [%0], {%1, %2, %3, %4};" ::"l"(remote + 16 * t), "r"(v.x), "r"(v.y),
+                   "r"(v.z), "r"(v.w) : "memory");
+    } else if constexpr (V == kGroupCopyPut8K) {
+      gnio::detail::group_copy(remote, local, 8192, gnio::Block{});
+    } else if constexpr (V == kCommPut8K) {
+      dc.put<gnio::Block>(sym, local, 8192, 1);
+    } else if constexpr (V == kRawGet8) {
+      std::uint64_t v;
+      asm volatile("ld.global.u64 %0, [%1];" : "=l"(v) : "l"(remote + w) : "memory");
+      asm volatile("st.global.u64 [%0], %1;" ::"l"(local), "l"(v) : "memory");
+    } else {
+      dc.get<gnio::Thread>(local, sym + static_cast<std::ptrdiff_t>(w), 8, 1);
+    }
   }
   asm volatile("fence.acq_rel.sys;" ::: "memory");
   __syncthreads();
@@ -192,16 +231,16 @@ void run_ping_pong(Gpu* g, int iters, std::uint64_t& base) {
 }
 
 template <int V>
-void run_copy(Gpu* g, int4* remote, int4* local, int threads, int iters) {
+void run_copy(Gpu* g, const gnio::DeviceComm& dc, std::uint8_t* remote, std::uint8_t* local, int threads,
+              int iters) {
   CHECK(cudaSetDevice(g[0].dev));
-  copy_loop<V><<<1, threads, 0, g[0].stream>>>(remote, local, iters, g[0].words);  // warm-up
-  copy_loop<V><<<1, threads, 0, g[0].stream>>>(remote, local, iters, g[0].words);
+  copy_loop<V><<<1, threads, 0, g[0].stream>>>(dc, remote, local, iters, g[0].words);  // warm-up
+  copy_loop<V><<<1, threads, 0, g[0].stream>>>(dc, remote, local, iters, g[0].words);
   CHECK(cudaGetLastError());
   unsigned long long ns = 0;
   CHECK(cudaMemcpyAsync(&ns, g[0].words, 8, cudaMemcpyDeviceToHost, g[0].stream));
   CHECK(cudaStreamSynchronize(g[0].stream));
-  std::printf("  %-26s %4d threads %8.1f ns per iteration\n", kCopyNames[V], threads,
-              static_cast<double>(ns) / iters);
+  std::printf("  %-30s %4d threads %8.1f ns per call\n", kCopyNames[V], threads, static_cast<double>(ns) / iters);
 }
 
 }  // namespace
@@ -243,22 +282,35 @@ int main(int argc, char** argv) {
   run_ping_pong<kLL16>(g, iters, base);
   std::printf("  (*) not ordered by the PTX memory model across GPUs: shown for its cost only\n");
 
+  // GPU 1's buffer seen from GPU 0 through a hand-made DeviceComm: rank 0 of 2 on one "node",
+  // whose heap starts at `local` (GPU 0) and whose peer heap is `remote` (GPU 1) one stride away.
   const int copy_iters = 20000;
-  const std::size_t remote_bytes = std::size_t{1024} * 1024 * sizeof(int4) + 1024 * sizeof(int4);
-  int4* remote = nullptr;  // on GPU 1, written/read by GPU 0
-  int4* local = nullptr;   // on GPU 0
+  const std::size_t bytes = 1024 * kWindow + 65536;
+  std::uint8_t* remote = nullptr;
+  std::uint8_t* local = nullptr;
   CHECK(cudaSetDevice(1));
-  CHECK(cudaMalloc(&remote, remote_bytes));
-  CHECK(cudaMemset(remote, 1, remote_bytes));
+  CHECK(cudaMalloc(&remote, bytes));
+  CHECK(cudaMemset(remote, 1, bytes));
   CHECK(cudaSetDevice(0));
-  CHECK(cudaMalloc(&local, 1024 * sizeof(int4)));
-  CHECK(cudaMemset(local, 2, 1024 * sizeof(int4)));
-  std::printf("copy loops on GPU 0, 16 B per thread per iteration, %d iterations:\n", copy_iters);
-  for (int threads : {1, 32, 512}) {
-    run_copy<kStorePlain>(g, remote, local, threads, copy_iters);
-    run_copy<kStoreNc>(g, remote, local, threads, copy_iters);
-    run_copy<kStoreReg>(g, remote, local, threads, copy_iters);
-    run_copy<kGetPlain>(g, remote, local, threads, copy_iters / 10);
-  }
+  CHECK(cudaMalloc(&local, bytes));
+  CHECK(cudaMemset(local, 2, bytes));
+  gnio::DeviceComm dc{};
+  dc.rank_ = 0;
+  dc.size_ = 2;
+  dc.local_rank_ = 0;
+  dc.local_size_ = 2;
+  dc.heap_id_ = 1;
+  dc.heap_base_ = reinterpret_cast<char*>(local);
+  dc.heap_stride_ = reinterpret_cast<std::uintptr_t>(remote) - reinterpret_cast<std::uintptr_t>(local);
+  dc.heap_bytes_ = bytes;
+  std::printf("calls issued back to back on GPU 0 (no fence between them), %d calls:\n", copy_iters);
+  run_copy<kRawPut8>(g, dc, remote, local, 1, copy_iters);
+  run_copy<kGroupCopyPut8>(g, dc, remote, local, 1, copy_iters);
+  run_copy<kCommPut8>(g, dc, remote, local, 1, copy_iters);
+  run_copy<kRawPut16x512>(g, dc, remote, local, 512, copy_iters);
+  run_copy<kGroupCopyPut8K>(g, dc, remote, local, 512, copy_iters);
+  run_copy<kCommPut8K>(g, dc, remote, local, 512, copy_iters);
+  run_copy<kRawGet8>(g, dc, remote, local, 1, copy_iters / 10);
+  run_copy<kCommGet8>(g, dc, remote, local, 1, copy_iters / 10);
   return 0;
 }
