@@ -28,8 +28,12 @@ struct Group<Scope::Thread> {
   }
   __device__ static void sync() {}
   __device__ static bool leader() { return true; }
-  __device__ static void put(void* d, const void* s, std::size_t n, int pe) { nvshmem_putmem(d, s, n, pe); }
-  __device__ static void get(void* d, const void* s, std::size_t n, int pe) { nvshmem_getmem(d, s, n, pe); }
+  __device__ static void put(void* d, const void* s, std::size_t n, int pe) {
+    nvshmem_putmem(d, s, n, pe);
+  }
+  __device__ static void get(void* d, const void* s, std::size_t n, int pe) {
+    nvshmem_getmem(d, s, n, pe);
+  }
   __device__ static void put_signal(void* d, const void* s, std::size_t n, std::uint64_t* sig,
                                     std::uint64_t v, int pe) {
     nvshmem_putmem_signal(d, s, n, sig, v, NVSHMEM_SIGNAL_SET, pe);
@@ -173,27 +177,33 @@ __global__ void atomic_kernel(std::uint64_t* word, std::uint64_t* errors, std::u
     }
   }
   if (verify_final) bad += nvshmem_uint64_atomic_fetch(word, peer) != expect;
-  if (bad) atomicAdd(reinterpret_cast<unsigned long long*>(errors), static_cast<unsigned long long>(bad));
+  if (bad)
+    atomicAdd(reinterpret_cast<unsigned long long*>(errors), static_cast<unsigned long long>(bad));
 }
 
-__global__ void fill_kernel(std::uint8_t* buf, std::uint64_t bytes, std::uint64_t seed, bool poison) {
-  fill_share(buf, bytes, seed, poison, static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+__global__ void fill_kernel(std::uint8_t* buf, std::uint64_t bytes, std::uint64_t seed,
+                            bool poison) {
+  fill_share(buf, bytes, seed, poison,
+             static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
              static_cast<std::uint64_t>(gridDim.x) * blockDim.x);
 }
 
 __global__ void check_kernel(const std::uint8_t* buf, std::uint64_t bytes, std::uint64_t guard,
                              std::uint64_t seed, std::uint64_t* result) {
-  const std::uint64_t wrong =
-      count_wrong_share(buf, bytes, guard, seed, static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
-                        static_cast<std::uint64_t>(gridDim.x) * blockDim.x);
-  if (wrong) atomicAdd(reinterpret_cast<unsigned long long*>(result), static_cast<unsigned long long>(wrong));
+  const std::uint64_t wrong = count_wrong_share(
+      buf, bytes, guard, seed, static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+      static_cast<std::uint64_t>(gridDim.x) * blockDim.x);
+  if (wrong)
+    atomicAdd(reinterpret_cast<unsigned long long*>(result),
+              static_cast<unsigned long long>(wrong));
 }
 
 void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
-    throw Error(ErrorClass::SystemError, std::string("nvshmem-perf: launch of ") + what + " failed: " +
-                                             cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
+    throw Error(ErrorClass::SystemError, std::string("nvshmem-perf: launch of ") + what +
+                                             " failed: " + cudaGetErrorName(err) + ": " +
+                                             cudaGetErrorString(err));
 }
 
 using Kernel = void (*)(Args);
@@ -201,9 +211,11 @@ using Kernel = void (*)(Args);
 template <Scope S>
 Kernel pick(RmaOp op, Mode mode) {
   // An explicit table: each (scope, op, mode) kernel is instantiated exactly once.
-  static constexpr Kernel kLatency[] = {latency_kernel<S, RmaOp::Put>, latency_kernel<S, RmaOp::Get>,
+  static constexpr Kernel kLatency[] = {latency_kernel<S, RmaOp::Put>,
+                                        latency_kernel<S, RmaOp::Get>,
                                         latency_kernel<S, RmaOp::PutSignal>};
-  static constexpr Kernel kBandwidth[] = {bandwidth_kernel<S, RmaOp::Put>, bandwidth_kernel<S, RmaOp::Get>,
+  static constexpr Kernel kBandwidth[] = {bandwidth_kernel<S, RmaOp::Put>,
+                                          bandwidth_kernel<S, RmaOp::Get>,
                                           bandwidth_kernel<S, RmaOp::PutSignal>};
   return (mode == Mode::Lat ? kLatency : kBandwidth)[static_cast<int>(op)];
 }
@@ -217,8 +229,8 @@ dim3 util_grid(const KernelContext& c, std::uint64_t bytes) {
 
 void launch_rma(const KernelContext& c, const RmaLaunch& l) {
   if (is_atomic(l.op)) {
-    atomic_kernel<<<1, 1, 0, c.stream>>>(c.signals + c.layout.atomic, c.errors, l.atomic_start, l.iters,
-                                          l.peer, l.op == RmaOp::CompareSwap, l.check);
+    atomic_kernel<<<1, 1, 0, c.stream>>>(c.signals + c.layout.atomic, c.errors, l.atomic_start,
+                                         l.iters, l.peer, l.op == RmaOp::CompareSwap, l.check);
     check_launch("atomic_kernel");
     return;
   }

@@ -35,8 +35,9 @@ constexpr double kWaitSeconds = 300;
 
 void cuda_check(cudaError_t err, const char* what) {
   if (err != cudaSuccess)
-    throw Error(ErrorClass::SystemError, std::string("nvshmem-perf: ") + what + " failed: " +
-                                             cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
+    throw Error(ErrorClass::SystemError, std::string("nvshmem-perf: ") + what +
+                                             " failed: " + cudaGetErrorName(err) + ": " +
+                                             cudaGetErrorString(err));
 }
 
 void set_default_env(const char* name, const std::string& value) {
@@ -57,8 +58,8 @@ class NvshmemRma final : public RmaLibrary {
     cuda_check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
     sms_ = prop.multiProcessorCount;
     char line[512];
-    std::snprintf(line, sizeof line, "%s (GPU %d, %d SMs, %.0f GiB, sm_%d%d)", prop.name, device_, sms_,
-                  prop.totalGlobalMem / double(1ull << 30), prop.major, prop.minor);
+    std::snprintf(line, sizeof line, "%s (GPU %d, %d SMs, %.0f GiB, sm_%d%d)", prop.name, device_,
+                  sms_, prop.totalGlobalMem / double(1ull << 30), prop.major, prop.minor);
     device_text_ = line;
   }
 
@@ -78,8 +79,9 @@ class NvshmemRma final : public RmaLibrary {
   int size() const override { return boot_->size(); }
   std::string library() const override { return "nvshmem"; }
   std::string version() const override {
-    return std::to_string(NVSHMEM_VENDOR_MAJOR_VERSION) + "." + std::to_string(NVSHMEM_VENDOR_MINOR_VERSION) +
-           "." + std::to_string(NVSHMEM_VENDOR_PATCH_VERSION);
+    return std::to_string(NVSHMEM_VENDOR_MAJOR_VERSION) + "." +
+           std::to_string(NVSHMEM_VENDOR_MINOR_VERSION) + "." +
+           std::to_string(NVSHMEM_VENDOR_PATCH_VERSION);
   }
   std::string backend() const override { return "cuda"; }
   std::string device() const override { return device_text_; }
@@ -98,7 +100,8 @@ class NvshmemRma final : public RmaLibrary {
   void allocate(std::uint64_t buffer_bytes, const SignalLayout& layout) override {
     // NVSHMEM sizes its heap at initialisation, so it starts here, once the sizes are known.
     const std::uint64_t signal_bytes = layout.words * sizeof(std::uint64_t);
-    const std::uint64_t heap = (buffer_bytes + signal_bytes + (256ull << 20) + (2ull << 20) - 1) / (2ull << 20) * (2ull << 20);
+    const std::uint64_t heap = (buffer_bytes + signal_bytes + (256ull << 20) + (2ull << 20) - 1) /
+                               (2ull << 20) * (2ull << 20);
     set_default_env("NVSHMEM_DISABLE_NVLS", "1");
     set_default_env("NVSHMEM_REMOTE_TRANSPORT", "none");
     set_default_env("NVSHMEM_SYMMETRIC_SIZE", std::to_string(heap));
@@ -113,14 +116,16 @@ class NvshmemRma final : public RmaLibrary {
       throw Error(ErrorClass::SystemError, "nvshmem-perf: nvshmemx_init_attr failed");
     initialized_ = true;
     if (nvshmem_my_pe() != rank() || nvshmem_n_pes() != size())
-      throw Error(ErrorClass::Internal, "nvshmem-perf: NVSHMEM's PE numbering differs from the launcher's ranks");
+      throw Error(ErrorClass::Internal,
+                  "nvshmem-perf: NVSHMEM's PE numbering differs from the launcher's ranks");
 
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     timer_ = std::make_unique<EventTimer>(stream_);
     sym_ = static_cast<std::uint8_t*>(nvshmem_malloc(buffer_bytes));
     signals_ = static_cast<std::uint64_t*>(nvshmem_malloc(signal_bytes));
     if (!sym_ || !signals_)
-      throw Error(ErrorClass::SystemError, "nvshmem-perf: nvshmem_malloc of " + std::to_string(buffer_bytes) +
+      throw Error(ErrorClass::SystemError, "nvshmem-perf: nvshmem_malloc of " +
+                                               std::to_string(buffer_bytes) +
                                                " bytes failed (raise NVSHMEM_SYMMETRIC_SIZE)");
     cuda_check(cudaMalloc(&priv_, buffer_bytes), "cudaMalloc");
     cuda_check(cudaMalloc(&words_, 2 * sizeof(std::uint64_t)), "cudaMalloc");
@@ -152,7 +157,8 @@ class NvshmemRma final : public RmaLibrary {
     cuda_check(cudaMemsetAsync(words_ + 1, 0, sizeof(std::uint64_t), stream_), "cudaMemset");
     launch_count_wrong(ctx_, address(b), bytes, guard, seed, words_ + 1);
     std::uint64_t wrong = 0;
-    cuda_check(cudaMemcpyAsync(&wrong, words_ + 1, sizeof wrong, cudaMemcpyDeviceToHost, stream_), "cudaMemcpy");
+    cuda_check(cudaMemcpyAsync(&wrong, words_ + 1, sizeof wrong, cudaMemcpyDeviceToHost, stream_),
+               "cudaMemcpy");
     sync();
     return wrong;
   }
@@ -167,13 +173,15 @@ class NvshmemRma final : public RmaLibrary {
     return v;
   }
   void write_signal(std::uint64_t index, std::uint64_t value) override {
-    cuda_check(cudaMemcpyAsync(signals_ + index, &value, sizeof value, cudaMemcpyHostToDevice, stream_),
-               "cudaMemcpy");
+    cuda_check(
+        cudaMemcpyAsync(signals_ + index, &value, sizeof value, cudaMemcpyHostToDevice, stream_),
+        "cudaMemcpy");
     sync();
   }
   std::uint64_t take_kernel_errors() override {
     std::uint64_t n = 0;
-    cuda_check(cudaMemcpyAsync(&n, words_, sizeof n, cudaMemcpyDeviceToHost, stream_), "cudaMemcpy");
+    cuda_check(cudaMemcpyAsync(&n, words_, sizeof n, cudaMemcpyDeviceToHost, stream_),
+               "cudaMemcpy");
     cuda_check(cudaMemsetAsync(words_, 0, sizeof(std::uint64_t), stream_), "cudaMemset");
     sync();
     return n;
@@ -199,7 +207,8 @@ class NvshmemRma final : public RmaLibrary {
   /// Waits for the stream, bounded: NVSHMEM's device waits never give up, so a peer that died
   /// would otherwise hang this rank forever.
   void sync() {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kWaitSeconds);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(kWaitSeconds);
     for (unsigned spin = 0;; ++spin) {
       const cudaError_t err = cudaStreamQuery(stream_);
       if (err == cudaSuccess) return;

@@ -1,8 +1,8 @@
 // gnio-p2p-probe: what the hardware charges for the building blocks of put_signal/wait_signal and
-// of small puts/gets between two GPUs of one machine, measured with raw CUDA (no gnio, no
-// NVSHMEM). It separates the costs that gnio-perf rma's figures add up: the NVLink flight time of
-// a flag, the system-scope fence that orders data before a signal, acquire vs relaxed polling,
-// and the per-iteration issue cost of a copy loop.
+// of small puts/gets between two GPUs of one machine, measured with raw CUDA (and gnio's
+// header-only device API for comparison; no NVSHMEM). It separates the costs that gnio-perf rma's
+// figures add up: the NVLink flight time of a flag, the system-scope fence that orders data before
+// a signal, acquire vs relaxed polling, and the per-iteration issue cost of a copy loop.
 //
 //   gnio-p2p-probe [ITERS]        (GPUs 0 and 1; one process; peer access enabled)
 //
@@ -22,8 +22,8 @@
 // a DeviceComm filled by hand (GPU 1's buffer as peer 1's heap): where a small put's time goes.
 #include <cuda_runtime.h>
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -31,13 +31,13 @@
 
 namespace {
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    cudaError_t err_ = (call);                                                             \
-    if (err_ != cudaSuccess) {                                                             \
+#define CHECK(call)                                                                             \
+  do {                                                                                          \
+    cudaError_t err_ = (call);                                                                  \
+    if (err_ != cudaSuccess) {                                                                  \
       std::fprintf(stderr, "gnio-p2p-probe: %s failed: %s\n", #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
+      std::exit(1);                                                                             \
+    }                                                                                           \
   } while (0)
 
 __device__ __forceinline__ std::uint64_t now_ns() {
@@ -64,8 +64,12 @@ __device__ __forceinline__ std::uint64_t ld_acquire(const std::uint64_t* p) {
 __device__ __forceinline__ void st_v2_relaxed(std::uint64_t* p, std::uint64_t a, std::uint64_t b) {
   asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
 }
-__device__ __forceinline__ void ld_v2_relaxed(const std::uint64_t* p, std::uint64_t& a, std::uint64_t& b) {
-  asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+__device__ __forceinline__ void ld_v2_relaxed(const std::uint64_t* p, std::uint64_t& a,
+                                              std::uint64_t& b) {
+  asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(a), "=l"(b)
+               : "l"(p)
+               : "memory");
 }
 
 /// One direction's landing zone, in the receiver's memory.
@@ -75,9 +79,17 @@ struct alignas(256) Mailbox {
   std::uint64_t flag;
 };
 
-enum Variant { kFlagRelaxed, kFlagRelAcq, kFenceSys, kFenceSysRelaxedPoll, kFenceGpu, kLL16, kVariants };
-const char* const kNames[] = {"flag relaxed",        "flag release/acquire",   "data+fence.sys+flag",
-                              "...relaxed poll",     "data+fence.gpu+flag (*)", "ll16 (data|flag)"};
+enum Variant {
+  kFlagRelaxed,
+  kFlagRelAcq,
+  kFenceSys,
+  kFenceSysRelaxedPoll,
+  kFenceGpu,
+  kLL16,
+  kVariants
+};
+const char* const kNames[] = {"flag relaxed",    "flag release/acquire",    "data+fence.sys+flag",
+                              "...relaxed poll", "data+fence.gpu+flag (*)", "ll16 (data|flag)"};
 
 template <int V>
 __device__ __forceinline__ void send(Mailbox* to, std::uint64_t i) {
@@ -102,13 +114,16 @@ __device__ __forceinline__ void send(Mailbox* to, std::uint64_t i) {
 template <int V>
 __device__ __forceinline__ int receive(Mailbox* box, std::uint64_t i) {
   if constexpr (V == kFlagRelaxed) {
-    while (ld_relaxed(&box->flag) < i) {}
+    while (ld_relaxed(&box->flag) < i) {
+    }
     return 0;
   } else if constexpr (V == kFlagRelAcq) {
-    while (ld_acquire(&box->flag) < i) {}
+    while (ld_acquire(&box->flag) < i) {
+    }
     return 0;
   } else if constexpr (V == kFenceSysRelaxedPoll) {
-    while (ld_relaxed(&box->flag) < i) {}
+    while (ld_relaxed(&box->flag) < i) {
+    }
     asm volatile("fence.acq_rel.sys;" ::: "memory");
     return ld_relaxed(&box->data[0]) != i * 7;
   } else if constexpr (V == kLL16) {
@@ -118,14 +133,15 @@ __device__ __forceinline__ int receive(Mailbox* box, std::uint64_t i) {
     } while (f < i);
     return d != i * 7;
   } else {
-    while (ld_acquire(&box->flag) < i) {}
+    while (ld_acquire(&box->flag) < i) {
+    }
     return ld_relaxed(&box->data[0]) != i * 7;
   }
 }
 
 template <int V>
-__global__ void ping_pong(Mailbox* mine, Mailbox* peer, int iters, bool initiator, std::uint64_t base,
-                          unsigned long long* ns, unsigned long long* wrong) {
+__global__ void ping_pong(Mailbox* mine, Mailbox* peer, int iters, bool initiator,
+                          std::uint64_t base, unsigned long long* ns, unsigned long long* wrong) {
   int bad = 0;
   const std::uint64_t t0 = now_ns();
   for (int k = 1; k <= iters; ++k) {
@@ -144,26 +160,32 @@ __global__ void ping_pong(Mailbox* mine, Mailbox* peer, int iters, bool initiato
 
 /// Copy-loop variants: what one call costs when it is issued back to back (no fences).
 enum CopyVariant {
-  kRawPut8,        // one 8-byte remote store fed by a local load (inline PTX: nothing elided)
-  kGroupCopyPut8,  // gnio::detail::group_copy<Thread>(remote, local, 8)
-  kCommPut8,       // DeviceComm::put<Thread>(8 bytes)
-  kRawPut16x512,   // 512 threads, one 16-byte remote store each
-  kGroupCopyPut8K, // group_copy<Block>(remote, local, 8 KiB), 512 threads
-  kCommPut8K,      // DeviceComm::put<Block>(8 KiB), 512 threads
-  kRawGet8,        // one 8-byte remote load into a local store, from a fresh window each time
-  kCommGet8,       // DeviceComm::get<Thread>(8 bytes), same windows
+  kRawPut8,         // one 8-byte remote store fed by a local load (inline PTX: nothing elided)
+  kGroupCopyPut8,   // gnio::detail::group_copy<Thread>(remote, local, 8)
+  kCommPut8,        // DeviceComm::put<Thread>(8 bytes)
+  kRawPut16x512,    // 512 threads, one 16-byte remote store each
+  kGroupCopyPut8K,  // group_copy<Block>(remote, local, 8 KiB), 512 threads
+  kCommPut8K,       // DeviceComm::put<Block>(8 KiB), 512 threads
+  kRawGet8,         // one 8-byte remote load into a local store, from a fresh window each time
+  kCommGet8,        // DeviceComm::get<Thread>(8 bytes), same windows
   kCopyVariants
 };
-const char* const kCopyNames[] = {"raw put 8 B",          "group_copy<Thread> 8 B", "DeviceComm::put<Thread> 8 B",
-                                  "raw put 16 B x 512 thr", "group_copy<Block> 8 KiB", "DeviceComm::put<Block> 8 KiB",
-                                  "raw get 8 B",          "DeviceComm::get<Thread> 8 B"};
+const char* const kCopyNames[] = {"raw put 8 B",
+                                  "group_copy<Thread> 8 B",
+                                  "DeviceComm::put<Thread> 8 B",
+                                  "raw put 16 B x 512 thr",
+                                  "group_copy<Block> 8 KiB",
+                                  "DeviceComm::put<Block> 8 KiB",
+                                  "raw get 8 B",
+                                  "DeviceComm::get<Thread> 8 B"};
 constexpr std::uint64_t kWindow = 16384;  // get windows: far apart, so no cache line is reused
 
 template <int V>
 __global__ void copy_loop(gnio::DeviceComm dc, std::uint8_t* remote, std::uint8_t* local, int iters,
                           unsigned long long* ns) {
   const unsigned t = threadIdx.x;
-  const gnio::SymPtr<std::uint8_t> sym{1, 0, 0};  // offset 0 of the hand-made heap (= `remote` on peer 1)
+  const gnio::SymPtr<std::uint8_t> sym{1, 0,
+                                       0};  // offset 0 of the hand-made heap (= `remote` on peer 1)
   __syncthreads();
   const std::uint64_t t0 = now_ns();
   for (int k = 0; k < iters; ++k) {
@@ -179,9 +201,11 @@ __global__ void copy_loop(gnio::DeviceComm dc, std::uint8_t* remote, std::uint8_
     } else if constexpr (V == kRawPut16x512) {
       int4 v;
       asm volatile("ld.global.v4.s32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(local + 16 * t));
-      asm volatile("st.global.v4.s32 [%0], {%1, %2, %3, %4};" ::"l"(remote + 16 * t), "r"(v.x), "r"(v.y),
-                   "r"(v.z), "r"(v.w) : "memory");
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "l"(local + 16 * t));
+      asm volatile("st.global.v4.s32 [%0], {%1, %2, %3, %4};" ::"l"(remote + 16 * t), "r"(v.x),
+                   "r"(v.y), "r"(v.z), "r"(v.w)
+                   : "memory");
     } else if constexpr (V == kGroupCopyPut8K) {
       gnio::detail::group_copy(remote, local, 8192, gnio::Block{});
     } else if constexpr (V == kCommPut8K) {
@@ -231,8 +255,8 @@ void run_ping_pong(Gpu* g, int iters, std::uint64_t& base) {
 }
 
 template <int V>
-void run_copy(Gpu* g, const gnio::DeviceComm& dc, std::uint8_t* remote, std::uint8_t* local, int threads,
-              int iters) {
+void run_copy(Gpu* g, const gnio::DeviceComm& dc, std::uint8_t* remote, std::uint8_t* local,
+              int threads, int iters) {
   CHECK(cudaSetDevice(g[0].dev));
   copy_loop<V><<<1, threads, 0, g[0].stream>>>(dc, remote, local, iters, g[0].words);  // warm-up
   copy_loop<V><<<1, threads, 0, g[0].stream>>>(dc, remote, local, iters, g[0].words);
@@ -240,7 +264,8 @@ void run_copy(Gpu* g, const gnio::DeviceComm& dc, std::uint8_t* remote, std::uin
   unsigned long long ns = 0;
   CHECK(cudaMemcpyAsync(&ns, g[0].words, 8, cudaMemcpyDeviceToHost, g[0].stream));
   CHECK(cudaStreamSynchronize(g[0].stream));
-  std::printf("  %-30s %4d threads %8.1f ns per call\n", kCopyNames[V], threads, static_cast<double>(ns) / iters);
+  std::printf("  %-30s %4d threads %8.1f ns per call\n", kCopyNames[V], threads,
+              static_cast<double>(ns) / iters);
 }
 
 }  // namespace
@@ -301,9 +326,11 @@ int main(int argc, char** argv) {
   dc.local_size_ = 2;
   dc.heap_id_ = 1;
   dc.heap_base_ = reinterpret_cast<char*>(local);
-  dc.heap_stride_ = reinterpret_cast<std::uintptr_t>(remote) - reinterpret_cast<std::uintptr_t>(local);
+  dc.heap_stride_ =
+      reinterpret_cast<std::uintptr_t>(remote) - reinterpret_cast<std::uintptr_t>(local);
   dc.heap_bytes_ = bytes;
-  std::printf("calls issued back to back on GPU 0 (no fence between them), %d calls:\n", copy_iters);
+  std::printf("calls issued back to back on GPU 0 (no fence between them), %d calls:\n",
+              copy_iters);
   run_copy<kRawPut8>(g, dc, remote, local, 1, copy_iters);
   run_copy<kGroupCopyPut8>(g, dc, remote, local, 1, copy_iters);
   run_copy<kCommPut8>(g, dc, remote, local, 1, copy_iters);

@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "gnio/bootstrap.hpp"
-#include "gnio/error.hpp"
 #include "gnio/device/device_comm.hpp"
 #include "gnio/device/sym_ptr.hpp"
 #include "gnio/device/team.hpp"
+#include "gnio/error.hpp"
 #include "gnio/stream.hpp"
+#include "gnio/window.hpp"
 
 namespace gnio {
 
@@ -41,6 +42,10 @@ struct MemoryStats {
   std::size_t heap_reserved_va = 0;  ///< virtual address space reserved for all node peers' heaps
   std::size_t peer_mapped = 0;       ///< node peers' heap bytes mapped into this process
   std::size_t host_pinned = 0;       ///< page-locked host memory (control words)
+  std::size_t windows = 0;           ///< live registered windows (register_buffer)
+  std::size_t window_bytes = 0;      ///< bytes this rank registered in them (the user's memory)
+  std::size_t window_peer_mapped = 0;  ///< node peers' registered bytes mapped into this process
+  std::size_t device_tables = 0;       ///< device memory of address tables (windows, IPC heap)
 };
 
 /// A communicator. Movable; copies share the same communicator (it is destroyed with the last).
@@ -113,6 +118,27 @@ class Comm {
   }
   void* local_address(SymPtr<char> p) const;
   void* peer_address(SymPtr<char> p, int peer_rank) const;
+
+  /// How node peers map the symmetric heap: "memfd" (host backend), "vmm" (CUDA VMM chunks shared
+  /// as POSIX fds; grows up to GNIO_HEAP_MAX) or "ipc" (legacy CUDA IPC; fixed at GNIO_HEAP_SIZE).
+  const char* heap_mapping() const noexcept;
+
+  // ---- registered user buffers (zero-copy) ------------------------------------------------
+  /// Registers this rank's buffer [ptr, ptr + bytes) so that node peers map it and kernels reach
+  /// it through Window::device() (see gnio/window.hpp for the lifetime rules). Collective over
+  /// all ranks; each rank passes its own buffer (sizes and addresses may differ; 0 bytes is
+  /// allowed). Accepted memory: on the host backend, Comm::alloc_device() memory; on the cuda
+  /// backend, device memory of this rank's GPU from cudaMalloc (Comm::alloc_device) or from
+  /// cuMemCreate with POSIX-fd export allowed; the range must lie inside one allocation. Anything
+  /// else on any rank throws InvalidArgument on every rank, with no effect. The memory is not
+  /// copied: keep it allocated until the window is deregistered.
+  Window register_buffer(void* ptr, std::size_t bytes);
+  /// Deregisters `window` and leaves it empty (other copies become invalid). Collective, in the
+  /// same order on every rank: waits for this rank's device work and for every rank, unmaps the
+  /// peers' buffers, and returns once every rank has, so the buffer may be freed afterwards.
+  /// Ranks naming different windows throw InvalidArgument everywhere, with no effect. An empty or
+  /// already deregistered window is ignored (no collective).
+  void deregister(Window& window);
 
   /// Private (non-symmetric) device memory of this rank on its backend; free with free_device.
   void* alloc_device(std::size_t bytes);

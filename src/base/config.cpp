@@ -75,6 +75,31 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_BOOTSTRAP_HELLO_TIMEOUT", ConfigType::Seconds, "5",
      "an incoming bootstrap connection that has not sent its complete hello within this time is "
      "dropped (port scanners, stalled or stray clients); 0 = no limit"},
+    // collectives
+    {"GNIO_ALGO", ConfigType::String, "auto",
+     "collective algorithm: auto, ll, oneshot, twoshot or ring, or a comma list of them and of "
+     "collective:algorithm pairs (allreduce, reduce_scatter, allgather, broadcast, reduce, "
+     "alltoall, alltoallv); a bare algorithm applies to the collectives that have it; set the same "
+     "on every rank"},
+    {"GNIO_COLL_CHANNELS", ConfigType::Int, "4",
+     "most streams per communicator that run collectives, each with its own channel (scratch, "
+     "staging, call counters) allocated on the stream's first collective"},
+    {"GNIO_COLL_SCRATCH", ConfigType::Size, "8M",
+     "symmetric scratch per collective channel: half LL packet slots, half ring pipes"},
+    {"GNIO_COLL_STAGING", ConfigType::Size, "16M",
+     "per collective channel, twice (input and output): symmetric staging of buffers outside the "
+     "heap for oneshot/twoshot; larger calls run in pieces of this size"},
+    {"GNIO_COLL_PIPE_DEPTH", ConfigType::Int, "2",
+     "ring pipes: messages in flight per peer and block (2..64)"},
+    {"GNIO_COLL_LL_MAX", ConfigType::Size, "64K",
+     "auto: LL for collectives whose larger buffer (per rank) is at most this"},
+    {"GNIO_COLL_ONESHOT_MAX", ConfigType::Size, "256K",
+     "auto: oneshot for allreduce/broadcast/reduce up to this, twoshot above"},
+    {"GNIO_COLL_BLOCKS", ConfigType::Int, "0",
+     "blocks per collective kernel (1..32); 0 = by algorithm and size"},
+    {"GNIO_COLL_THREADS", ConfigType::Int, "0",
+     "threads per block of collective kernels (multiple of 32); 0 = 512 on GPUs, 4 on the host "
+     "backend"},
 };
 
 bool parse_bool(const std::string& s, bool* out) {

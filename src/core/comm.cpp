@@ -124,7 +124,8 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   // several communicators of one job can live side by side.
   fds = std::make_unique<FdExchange>(*bootstrap, node_ranks,
                                      bootstrap->token() ^ (std::uint64_t{heap_id} * 0x9E3779B97F4A7C15ull));
-  HeapConfig hc{config_size("GNIO_HEAP_SIZE"), config_size("GNIO_HEAP_CHUNK"), config_size("GNIO_HEAP_MAX")};
+  HeapConfig hc{config_size("GNIO_HEAP_SIZE"), config_size("GNIO_HEAP_CHUNK"),
+                config_size("GNIO_HEAP_MAX"), config_text("GNIO_MEM_MAP")};
   GNIO_REQUIRE(hc.chunk > 0, "GNIO_HEAP_CHUNK must be positive");
   heap = std::make_unique<SymmetricHeap>(*backend, *bootstrap, *fds, node_ranks, local_rank, hc);
 
@@ -161,6 +162,9 @@ CommImpl::~CommImpl() {
       GNIO_WARN(Init, "teardown: not every rank reached the final barrier (%s); unmapping anyway", e.what());
     }
   }
+  // CUDA IPC heaps are freed only after every peer closed them: the teardown waits for the
+  // others again unless the communicator was aborted.
+  if (heap) heap->teardown(!aborted.load());
   heap.reset();
   fds.reset();
   if (control) backend->free_host_mapped(control);
@@ -318,7 +322,50 @@ void* Comm::peer_address(SymPtr<char> p, int peer_rank) const {
   GNIO_REQUIRE(peer_rank >= 0 && peer_rank < size(), "peer: rank %d is not in [0, %d)", peer_rank, size());
   auto it = std::find(impl_->node_ranks.begin(), impl_->node_ranks.end(), peer_rank);
   if (it == impl_->node_ranks.end()) return nullptr;
-  return impl_->heap->base() + static_cast<std::uint64_t>(it - impl_->node_ranks.begin()) * impl_->heap->stride() + p.offset;
+  return impl_->heap->peer_base(static_cast<int>(it - impl_->node_ranks.begin())) + p.offset;
+}
+
+const char* Comm::heap_mapping() const noexcept {
+  return to_string(impl_->heap->mapping());
+}
+
+Window Comm::register_buffer(void* ptr, std::size_t bytes) {
+  detail::CommImpl& c = *impl_;
+  std::lock_guard<std::mutex> lock(c.mutex);
+  detail::WindowContext ctx;
+  ctx.owner = impl_;
+  ctx.backend = c.backend.get();
+  ctx.bootstrap = c.bootstrap.get();
+  ctx.fds = c.fds.get();
+  ctx.node_ranks = c.node_ranks;
+  ctx.local_index = c.local_rank;
+  ctx.mutex = &c.mutex;
+  ctx.aborted = [weak = std::weak_ptr<detail::CommImpl>(impl_)] {
+    auto comm = weak.lock();
+    return !comm || comm->aborted.load() ||
+           dev::atomic_load(&comm->control->abort, dev::Order::Acquire) != 0;
+  };
+  ctx.stream = c.internal_stream();
+  ctx.stats = &c.window_stats;
+  Window w(detail::register_window(std::move(ctx), c.next_window_id, ptr, bytes));
+  ++c.next_window_id;
+  return w;
+}
+
+void Comm::deregister(Window& window) {
+  std::shared_ptr<detail::WindowImpl> impl = window.impl();
+  if (!impl || !impl->registered()) {
+    window = Window();
+    return;
+  }
+  GNIO_REQUIRE(impl->context().owner.get() == static_cast<const void*>(impl_.get()),
+               "deregister: the window was registered with another communicator");
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl->deregister(true);
+  }
+  // Outside the lock: dropping the last reference runs ~WindowImpl, which would lock again.
+  window = Window();
 }
 
 void* Comm::alloc_device(std::size_t bytes) { return impl_->backend->alloc_device(bytes); }
@@ -338,6 +385,13 @@ MemoryStats Comm::memory_stats() const {
   s.heap_reserved_va = impl_->heap->reserved_va();
   s.peer_mapped = impl_->heap->mapped() * (impl_->node_ranks.size() - 1);
   s.host_pinned = sizeof(DeviceControl);
+  const detail::WindowStats& w = impl_->window_stats;
+  s.windows = w.windows.load();
+  s.window_bytes = w.registered.load();
+  s.window_peer_mapped = w.peer_mapped.load();
+  s.device_tables =
+      w.tables.load() +
+      (impl_->heap->peer_base_table() ? sizeof(std::uint64_t) * impl_->node_ranks.size() : 0);
   return s;
 }
 
@@ -405,6 +459,7 @@ DeviceComm Comm::device_comm() const {
   d.heap_id_ = c.heap_id;
   d.heap_base_ = c.heap->base();
   d.heap_stride_ = c.heap->stride();
+  d.heap_peer_base_ = c.heap->peer_base_table();
   d.heap_bytes_ = c.heap->mapped();
   d.local_index_ = reinterpret_cast<const std::int16_t*>(c.heap->local_base() + c.local_index_table.offset);
   d.control_ = c.control;

@@ -10,6 +10,7 @@
 #include "bootstrap/fd_exchange.hpp"
 #include "gnio/comm.hpp"
 #include "memory/symmetric_heap.hpp"
+#include "memory/window.hpp"
 #include "platform/backend.hpp"
 
 namespace gnio::detail {
@@ -50,9 +51,13 @@ class CommImpl {
   Team node_team{};
   std::uint32_t next_team_id = 0;
   std::size_t internal_bytes = 0;
+  std::uint64_t next_window_id = 1;  // same on every rank: registration is collective
+  WindowStats window_stats;
   double timeout_s = 0;
   std::atomic<bool> aborted{false};
   mutable std::mutex mutex;  // serialises collective host calls made from several threads
+  // Collectives (src/coll/coll.cpp): per-communicator channel state, created on first use.
+  std::shared_ptr<void> coll_state;
 
   StreamRef internal_stream() const;
 };

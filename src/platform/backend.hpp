@@ -2,6 +2,7 @@
 // above this layer (memory, transports, collectives) is written once against this interface.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +23,42 @@ struct ShareableChunk {
   int fd = -1;             ///< owned by whoever holds the struct; close with close_chunk()
   std::size_t bytes = 0;   ///< multiple of Backend::granularity()
   std::uint64_t handle = 0;  ///< backend's own handle to the local allocation (cuda: CUmemGenericAllocationHandle)
+};
+
+/// How a user buffer registered with Comm::register_buffer is shared with node peers.
+enum class BufferShareKind : std::uint32_t {
+  None = 0,       ///< nothing to share (0 bytes)
+  HostMemfd = 1,  ///< host backend: pages of the alloc_device arena's memfd (fd travels)
+  CudaIpc = 2,    ///< cuda: cudaMalloc memory, a legacy CUDA IPC handle of the allocation
+  CudaVmm = 3,    ///< cuda: CUDA VMM memory, the allocation exported as a POSIX fd (fd travels)
+};
+
+/// A user buffer described so that node peers can map it. Plain bytes (it goes through the
+/// bootstrap's allgather); the file descriptor of HostMemfd/CudaVmm travels separately, over the
+/// node's fd exchange.
+struct BufferExport {
+  BufferShareKind kind = BufferShareKind::None;
+  std::uint32_t reserved = 0;
+  std::uint64_t map_offset = 0;  ///< HostMemfd: file offset a peer maps from; otherwise 0
+  std::uint64_t map_bytes = 0;   ///< bytes a peer maps (covering pages / the whole allocation)
+  std::uint64_t ptr_offset = 0;  ///< where the buffer starts inside that mapping
+  std::array<std::byte, 64> ipc_handle{};  ///< CudaIpc: the allocation's cudaIpcMemHandle_t
+};
+
+/// What export_buffer() returns: the description plus the fd to pass to peers (-1 if none).
+struct ExportedBuffer {
+  BufferExport desc;
+  int fd = -1;           ///< HostMemfd / CudaVmm; close with release_export()
+  bool owns_fd = false;  ///< true when release_export() must close `fd`
+};
+
+/// A node peer's buffer mapped into this process by import_buffer().
+struct ImportedBuffer {
+  void* ptr = nullptr;            ///< the peer's buffer start, as this process addresses it
+  void* mapping = nullptr;        ///< what was mapped or opened (release_import() undoes it)
+  std::size_t mapping_bytes = 0;  ///< bytes mapped at `mapping`
+  BufferShareKind kind = BufferShareKind::None;
+  std::uint64_t handle = 0;  ///< cuda VMM: the imported CUmemGenericAllocationHandle
 };
 
 class Backend {
@@ -54,6 +91,21 @@ class Backend {
   /// Frees the local handle of a chunk created by create_chunk (after its mappings are gone)
   /// and closes its fd.
   virtual void close_chunk(ShareableChunk& chunk) = 0;
+
+  // ---- user buffers shared with node peers (Comm::register_buffer) -------------------------
+  /// Describes [ptr, ptr + bytes) (bytes > 0) so node peers can map it. Accepted memory: host
+  /// backend, alloc_device() memory; cuda, device memory of this rank's GPU from cudaMalloc
+  /// (legacy IPC) or from cuMemCreate with POSIX-fd export allowed (VMM). The range must lie in
+  /// one allocation. Throws Error(InvalidArgument), with nothing held, for anything else.
+  virtual ExportedBuffer export_buffer(const void* ptr, std::size_t bytes) = 0;
+  /// Releases what export_buffer() holds (the fd it opened, if any). Safe on an empty export.
+  virtual void release_export(ExportedBuffer& e) noexcept = 0;
+  /// Maps a node peer's exported buffer into this process; `fd` is the descriptor the peer sent
+  /// (-1 for CudaIpc) and stays the caller's. Throws Error(SystemError/Unsupported) when the
+  /// memory cannot be mapped here (no peer-to-peer path, refused import).
+  virtual ImportedBuffer import_buffer(const BufferExport& desc, int fd) = 0;
+  /// Unmaps what import_buffer() mapped. Failures are logged.
+  virtual void release_import(ImportedBuffer& b) noexcept = 0;
 
   // ---- host memory the device can reach (flags, error records, proxy rings) -----------------
   /// Page-locked host memory mapped into the device's address space; zero-filled. The same

@@ -17,23 +17,39 @@
 
 namespace gnio_test {
 
+/// The process's communicator and stream: created on first use, destroyed (collectively) after
+/// the last test, so no thread or mapping outlives the test program.
+struct TestState {
+  std::unique_ptr<gnio::Comm> comm;
+  std::unique_ptr<gnio::Stream> stream;
+};
+inline TestState& state() {
+  static TestState s;
+  return s;
+}
+
 /// The process's communicator; created on first use from gnio-run's environment.
 inline gnio::Comm& comm() {
-  static gnio::Comm* c = new gnio::Comm(gnio::Comm::from_env());
-  return *c;
+  if (!state().comm) state().comm = std::make_unique<gnio::Comm>(gnio::Comm::from_env());
+  return *state().comm;
 }
 
 /// The process's stream on the communicator's backend.
 inline gnio::Stream& stream() {
-  static gnio::Stream* s = new gnio::Stream(comm());
-  return *s;
+  if (!state().stream) state().stream = std::make_unique<gnio::Stream>(comm());
+  return *state().stream;
 }
 
-/// Destroys the communicator at the end of main (collective teardown) instead of leaking it.
+/// Destroys the stream and the communicator after the last test (every rank runs the same tests
+/// in the same order, so every rank gets here and the collective teardown meets).
 class CommTeardown : public ::testing::Environment {
  public:
-  void TearDown() override {}
+  void TearDown() override {
+    state().stream.reset();
+    state().comm.reset();
+  }
 };
+inline const bool kCommTeardownRegistered = (::testing::AddGlobalTestEnvironment(new CommTeardown), true);
 
 /// A byte that depends on who wrote it and where; never constant over a buffer and never the
 /// poison value 0xA5 for small i ranges checked together.

@@ -36,7 +36,9 @@ void print_usage(std::FILE* out, const std::string& program, const char* descrip
 
 }  // namespace
 
-SubcommandRegistrar::SubcommandRegistrar(const Subcommand& s) { registry().push_back(s); }
+SubcommandRegistrar::SubcommandRegistrar(const Subcommand& s) {
+  registry().push_back(s);
+}
 
 std::string ArgReader::next() {
   pending_value_.reset();
@@ -75,10 +77,26 @@ std::uint64_t parse_size(const std::string& text, const char* what) {
   unsigned shift = 0;
   switch (*end) {
     case '\0': break;
-    case 'k': case 'K': shift = 10; ++end; break;
-    case 'm': case 'M': shift = 20; ++end; break;
-    case 'g': case 'G': shift = 30; ++end; break;
-    case 't': case 'T': shift = 40; ++end; break;
+    case 'k':
+    case 'K':
+      shift = 10;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      ++end;
+      break;
+    case 't':
+    case 'T':
+      shift = 40;
+      ++end;
+      break;
     default: break;
   }
   if (shift && (*end == 'i' || *end == 'I')) ++end;
@@ -119,10 +137,12 @@ bool parse_common_option(const std::string& arg, ArgReader& reader, CommonOption
     opts.factor = parse_count(reader.value(arg), "-f (size factor)", 1u << 20);
     if (*opts.factor < 2) throw UsageError{"-f (size factor) must be at least 2"};
   } else if (arg == "-n" || arg == "--iters") {
-    opts.iters = static_cast<std::uint32_t>(parse_count(reader.value(arg), "-n (iterations)", 1u << 30));
+    opts.iters =
+        static_cast<std::uint32_t>(parse_count(reader.value(arg), "-n (iterations)", 1u << 30));
     if (*opts.iters == 0) throw UsageError{"-n (iterations) must be at least 1"};
   } else if (arg == "-w" || arg == "--warmup_iters" || arg == "--warmup") {
-    opts.warmup = static_cast<std::uint32_t>(parse_count(reader.value(arg), "-w (warm-up iterations)", 1u << 30));
+    opts.warmup = static_cast<std::uint32_t>(
+        parse_count(reader.value(arg), "-w (warm-up iterations)", 1u << 30));
   } else if (arg == "--json") {
     opts.json_path = reader.value(arg);
     if (opts.json_path.empty()) throw UsageError{"--json needs a file name"};
@@ -168,7 +188,8 @@ int driver_main(int argc, char** argv, const char* description) {
   }
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
-      std::printf("usage: %s %s [options]\n%s\n\n", common.program.c_str(), sub->name, sub->summary);
+      std::printf("usage: %s %s [options]\n%s\n\n", common.program.c_str(), sub->name,
+                  sub->summary);
       print_common_usage(stdout);
       std::printf("\n%s options:\n", sub->name);
       sub->usage(stdout);
@@ -183,11 +204,14 @@ int driver_main(int argc, char** argv, const char* description) {
     return kExitUsage;
   } catch (const gnio::Error& e) {
     std::fprintf(stderr, "%s %s: %s\n", common.program.c_str(), sub->name, e.what());
-    return kExitFailure;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s %s: error: %s\n", common.program.c_str(), sub->name, e.what());
-    return kExitFailure;
   }
+  // A failure mid-run leaves peers waiting in a barrier or a kernel. Exit without running
+  // destructors: tearing down a communicator is collective and would wait for those peers, while
+  // an immediate exit lets the launcher (gnio-run) see the failure and stop the whole job.
+  std::fflush(nullptr);
+  std::_Exit(kExitFailure);
 }
 
 }  // namespace gnio::perf

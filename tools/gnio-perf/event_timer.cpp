@@ -26,9 +26,9 @@ __global__ void gate_kernel(std::uint64_t ns) {
 
 void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess)
-    throw Error(ErrorClass::SystemError,
-                std::string("gnio-perf timer: ") + what + " failed: " + cudaGetErrorName(err) + ": " +
-                    cudaGetErrorString(err));
+    throw Error(ErrorClass::SystemError, std::string("gnio-perf timer: ") + what +
+                                             " failed: " + cudaGetErrorName(err) + ": " +
+                                             cudaGetErrorString(err));
 }
 
 }  // namespace
@@ -59,12 +59,15 @@ void EventTimer::stop() {
 double EventTimer::elapsed_us() {
   check(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)), "cudaEventSynchronize");
   float ms = 0;
-  check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_)),
-        "cudaEventElapsedTime");
+  check(
+      cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_)),
+      "cudaEventElapsedTime");
   return static_cast<double>(ms) * 1000.0;
 }
 
-bool EventTimer::available() { return true; }
+bool EventTimer::available() {
+  return true;
+}
 
 int current_device_sm_count() {
   int dev = 0, sms = 0;
@@ -80,13 +83,25 @@ int current_device_sm_count() {
               "gnio-perf was built without CUDA: CUDA event timing is unavailable; rebuild with "
               "-DGNIO_CUDA=ON or run with GNIO_BACKEND=host");
 }
-EventTimer::EventTimer(CUstream_st* stream) : stream_(stream) { no_cuda(); }
+EventTimer::EventTimer(CUstream_st* stream) : stream_(stream) {
+  no_cuda();
+}
 EventTimer::~EventTimer() = default;
-void EventTimer::start() { no_cuda(); }
-void EventTimer::stop() { no_cuda(); }
-double EventTimer::elapsed_us() { no_cuda(); }
-bool EventTimer::available() { return false; }
-int current_device_sm_count() { return 0; }
+void EventTimer::start() {
+  no_cuda();
+}
+void EventTimer::stop() {
+  no_cuda();
+}
+double EventTimer::elapsed_us() {
+  no_cuda();
+}
+bool EventTimer::available() {
+  return false;
+}
+int current_device_sm_count() {
+  return 0;
+}
 
 #endif
 

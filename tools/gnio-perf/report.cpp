@@ -9,7 +9,6 @@
 #include <ctime>
 #include <stdexcept>
 
-
 namespace gnio::perf {
 namespace {
 
@@ -71,7 +70,9 @@ void TablePrinter::row(const Row& r) {
   std::fflush(out_);
 }
 
-void TablePrinter::end() { std::fflush(out_); }
+void TablePrinter::end() {
+  std::fflush(out_);
+}
 
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);
@@ -118,10 +119,10 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
     list += i ? ",\n    " : "\n    ";
     list += "{\"op\": " + json_quote(r.op) + ", \"scope\": " + json_quote(r.scope) +
             ", \"mode\": " + json_quote(r.mode) + ", \"bytes\": " + std::to_string(r.bytes) +
-            ", \"iters\": " + std::to_string(r.iters) + ", \"median_us\": " +
-            json_number(r.median_us) + ", \"min_us\": " + json_number(r.min_us) +
-            ", \"max_us\": " + json_number(r.max_us) + ", \"gbps\": " + json_number(r.gbps) +
-            ", \"wrong\": " + std::to_string(r.wrong) + "}";
+            ", \"iters\": " + std::to_string(r.iters) +
+            ", \"median_us\": " + json_number(r.median_us) +
+            ", \"min_us\": " + json_number(r.min_us) + ", \"max_us\": " + json_number(r.max_us) +
+            ", \"gbps\": " + json_number(r.gbps) + ", \"wrong\": " + std::to_string(r.wrong) + "}";
   }
   list += rows.empty() ? "]" : "\n  ]";
   field("rows", list, true);

@@ -24,13 +24,13 @@ struct Row {
   std::string op;
   std::string scope;
   std::string mode;
-  std::uint64_t bytes = 0;   ///< message size
-  std::uint32_t iters = 0;   ///< operations per timed launch
-  double median_us = 0;      ///< per operation, median over the timed launches
+  std::uint64_t bytes = 0;  ///< message size
+  std::uint32_t iters = 0;  ///< operations per timed launch
+  double median_us = 0;     ///< per operation, median over the timed launches
   double min_us = 0;
   double max_us = 0;
-  double gbps = 0;           ///< bytes moved per second at the median, 1e9 B/s units
-  std::uint64_t wrong = 0;   ///< wrong bytes (or values) found by the data check, all ranks
+  double gbps = 0;          ///< bytes moved per second at the median, 1e9 B/s units
+  std::uint64_t wrong = 0;  ///< wrong bytes (or values) found by the data check, all ranks
 };
 
 /// What the JSON metadata and the table header say about the run.

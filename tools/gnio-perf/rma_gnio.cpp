@@ -105,7 +105,8 @@ class GnioRma final : public RmaLibrary {
     return v;
   }
   void write_signal(std::uint64_t index, std::uint64_t value) override {
-    comm_.copy(comm_.local(signals_ + static_cast<std::ptrdiff_t>(index)), &value, sizeof value, stream_);
+    comm_.copy(comm_.local(signals_ + static_cast<std::ptrdiff_t>(index)), &value, sizeof value,
+               stream_);
     comm_.synchronize(stream_);
   }
   std::uint64_t take_kernel_errors() override {
@@ -118,8 +119,10 @@ class GnioRma final : public RmaLibrary {
 
   void launch(const RmaLaunch& l, bool timed) override {
     if (timed) {
-      if (timer_) timer_->start();
-      else host_start_ = std::chrono::steady_clock::now();
+      if (timer_)
+        timer_->start();
+      else
+        host_start_ = std::chrono::steady_clock::now();
     }
     if (is_atomic(l.op)) {
       launch_rma_atomic(*ctx_, l);
@@ -137,7 +140,8 @@ class GnioRma final : public RmaLibrary {
     if (!timed_) return 0;
     timed_ = false;
     if (timer_) return timer_->elapsed_us();
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start_).count();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start_)
+        .count();
   }
 
  private:

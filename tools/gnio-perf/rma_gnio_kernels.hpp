@@ -20,9 +20,9 @@ namespace gnio::perf {
 /// What every gnio-perf rma kernel needs: the communicator, the buffers, the stream.
 struct GnioKernelContext {
   DeviceComm dc;
-  SymPtr<std::uint8_t> sym;      ///< this rank's symmetric buffer (same offset on the peer)
-  std::uint8_t* priv = nullptr;  ///< this rank's private device buffer
-  SymPtr<std::uint64_t> signals; ///< SignalLayout words
+  SymPtr<std::uint8_t> sym;       ///< this rank's symmetric buffer (same offset on the peer)
+  std::uint8_t* priv = nullptr;   ///< this rank's private device buffer
+  SymPtr<std::uint64_t> signals;  ///< SignalLayout words
   SignalLayout layout;
   std::uint64_t* errors = nullptr;  ///< device word: mismatches the atomics kernels counted
   StreamRef stream;

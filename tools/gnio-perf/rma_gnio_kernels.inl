@@ -37,7 +37,7 @@ struct LatencyKernel {
   std::uint64_t stride;  // get: window stride
   std::uint64_t base;    // first signal value - 1
   std::uint32_t iters;
-  std::uint32_t slots;   // get: windows
+  std::uint32_t slots;  // get: windows
   int peer;
   bool responder;
 
@@ -117,35 +117,35 @@ struct BandwidthKernel {
 
 template <RmaOp kOp>
 void launch_latency(const GnioKernelContext& c, const RmaLaunch& l) {
-  LatencyKernel<kOp> k{c.dc,
-                       c.sym,
-                       c.priv,
-                       c.signals + static_cast<std::ptrdiff_t>(c.layout.ping_pong),
-                       l.bytes,
-                       l.window_stride,
-                       l.signal_base,
-                       l.iters,
-                       l.window_slots,
-                       l.peer,
-                       l.responder};
+  const LatencyKernel<kOp> k{.dc = c.dc,
+                             .sym = c.sym,
+                             .priv = c.priv,
+                             .signal = c.signals + static_cast<std::ptrdiff_t>(c.layout.ping_pong),
+                             .bytes = l.bytes,
+                             .stride = l.window_stride,
+                             .base = l.signal_base,
+                             .iters = l.iters,
+                             .slots = l.window_slots,
+                             .peer = l.peer,
+                             .responder = l.responder};
   launch(c.stream, {.grid = l.blocks, .block = l.threads}, k);
 }
 
 template <RmaOp kOp>
 void launch_bandwidth(const GnioKernelContext& c, const RmaLaunch& l) {
-  BandwidthKernel<kOp> k{c.dc,
-                         c.sym,
-                         c.priv,
-                         c.signals + static_cast<std::ptrdiff_t>(c.layout.start),
-                         c.signals + static_cast<std::ptrdiff_t>(c.layout.group),
-                         l.split,
-                         l.bytes,
-                         l.window_stride,
-                         l.signal_base,
-                         l.iters,
-                         l.window_slots,
-                         l.peer,
-                         l.mode == Mode::Bibw};
+  const BandwidthKernel<kOp> k{.dc = c.dc,
+                               .sym = c.sym,
+                               .priv = c.priv,
+                               .start = c.signals + static_cast<std::ptrdiff_t>(c.layout.start),
+                               .groups = c.signals + static_cast<std::ptrdiff_t>(c.layout.group),
+                               .split = l.split,
+                               .bytes = l.bytes,
+                               .stride = l.window_stride,
+                               .base = l.signal_base,
+                               .iters = l.iters,
+                               .slots = l.window_slots,
+                               .peer = l.peer,
+                               .bidir = l.mode == Mode::Bibw};
   launch(c.stream, {.grid = l.blocks, .block = l.threads}, k);
 }
 

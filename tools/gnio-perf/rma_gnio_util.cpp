@@ -82,21 +82,27 @@ LaunchDims util_dims(const GnioKernelContext& c, std::uint64_t bytes) {
 }  // namespace
 
 void launch_rma_atomic(const GnioKernelContext& c, const RmaLaunch& l) {
-  AtomicKernel k{c.dc,         c.signals + static_cast<std::ptrdiff_t>(c.layout.atomic),
-                 c.errors,     l.atomic_start,
-                 l.iters,      l.peer,
-                 l.op == RmaOp::CompareSwap, l.check};
+  const AtomicKernel k{.dc = c.dc,
+                       .word = c.signals + static_cast<std::ptrdiff_t>(c.layout.atomic),
+                       .errors = c.errors,
+                       .start = l.atomic_start,
+                       .iters = l.iters,
+                       .peer = l.peer,
+                       .compare_swap = l.op == RmaOp::CompareSwap,
+                       .verify_final = l.check};
   launch(c.stream, {.grid = 1, .block = 1}, k);
 }
 
 void launch_fill(const GnioKernelContext& c, std::uint8_t* buf, std::uint64_t bytes,
                  std::uint64_t seed, bool poison) {
-  launch(c.stream, util_dims(c, bytes), FillKernel{buf, bytes, seed, poison});
+  launch(c.stream, util_dims(c, bytes),
+         FillKernel{.buf = buf, .bytes = bytes, .seed = seed, .poison = poison});
 }
 
 void launch_count_wrong(const GnioKernelContext& c, const std::uint8_t* buf, std::uint64_t bytes,
                         std::uint64_t guard, std::uint64_t seed, std::uint64_t* result) {
-  launch(c.stream, util_dims(c, bytes + guard), CheckKernel{buf, bytes, guard, seed, result});
+  launch(c.stream, util_dims(c, bytes + guard),
+         CheckKernel{.buf = buf, .bytes = bytes, .guard = guard, .seed = seed, .result = result});
 }
 
 }  // namespace gnio::perf

@@ -80,7 +80,8 @@ unsigned group_threads(Scope s, unsigned block_threads) {
 
 std::string time_meaning(const Case& c) {
   if (c.mode == Mode::Bw)
-    return "per repetition of the whole message, rank 0 -> rank 1, all groups at once; GB/s = S/time";
+    return "per repetition of the whole message, rank 0 -> rank 1, all groups at once; GB/s = "
+           "S/time";
   if (c.mode == Mode::Bibw)
     return "per repetition, both ranks sending at once (the slower rank's time); GB/s = 2*S/time";
   switch (c.op) {
@@ -144,24 +145,30 @@ void Suite::resolve() {
   p.bw_budget = gpu ? 256ull << 20 : 4ull << 20;
   if (p.min_bytes == 0) throw UsageError{"-b (smallest message) must be at least 1 byte"};
   if (p.min_bytes > p.max_bytes)
-    throw UsageError{"-b " + format_size(p.min_bytes) + " is larger than -e " + format_size(p.max_bytes)};
+    throw UsageError{"-b " + format_size(p.min_bytes) + " is larger than -e " +
+                     format_size(p.max_bytes)};
   if (p.threads == 0 || p.threads > 1024 || p.threads % 32)
     throw UsageError{"--threads must be a multiple of 32 between 32 and 1024 (warps are whole)"};
-  if (p.blocks == 0 || p.blocks > (1u << 20)) throw UsageError{"--blocks must be between 1 and 1048576"};
+  if (p.blocks == 0 || p.blocks > (1u << 20))
+    throw UsageError{"--blocks must be between 1 and 1048576"};
   // Successive gets read different windows of the peer's buffer; on a GPU the windows must add up
   // to more than all the L1 caches together (132 x 256 KiB on an H200), or repeats could hit.
   const std::uint64_t window_min = gpu ? 64ull << 20 : 0;
   const std::uint64_t largest = p.max_bytes;
-  p.buffer_bytes = (std::max(largest, window_min) + kGuardBytes + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+  p.buffer_bytes =
+      (std::max(largest, window_min) + kGuardBytes + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
   p.signals = SignalLayout::make(p.blocks, static_cast<std::uint64_t>(p.blocks) * p.threads);
 }
 
 std::vector<Case> Suite::cases() const {
   std::vector<Case> v;
-  const RmaOp order[] = {RmaOp::Put, RmaOp::Get, RmaOp::PutSignal, RmaOp::FetchAdd, RmaOp::CompareSwap};
+  const RmaOp order[] = {RmaOp::Put, RmaOp::Get, RmaOp::PutSignal, RmaOp::FetchAdd,
+                         RmaOp::CompareSwap};
   const Mode modes[] = {Mode::Lat, Mode::Bw, Mode::Bibw};
   const Scope scopes[] = {Scope::Thread, Scope::Warp, Scope::Block};
-  auto wanted = [](const auto& list, auto x) { return std::find(list.begin(), list.end(), x) != list.end(); };
+  auto wanted = [](const auto& list, auto x) {
+    return std::find(list.begin(), list.end(), x) != list.end();
+  };
   for (RmaOp op : order) {
     if (!wanted(opts_.ops, op)) continue;
     for (Mode m : modes) {
@@ -290,7 +297,8 @@ Row Suite::run_point(const Case& c, std::uint64_t bytes) {
     if (is_dest) {
       wrong += lib_.count_wrong(dest, bytes, kGuardBytes, seed_of(l.peer));
       if (pingpong) {
-        for (std::uint64_t v : lib_.read_signals(plan_.signals.ping_pong, 1)) wrong += v != expected_signal;
+        for (std::uint64_t v : lib_.read_signals(plan_.signals.ping_pong, 1))
+          wrong += v != expected_signal;
       } else if (c.op == RmaOp::PutSignal) {
         for (std::uint64_t v : lib_.read_signals(plan_.signals.group, l.split.groups))
           wrong += v != expected_signal;
@@ -359,19 +367,23 @@ RunInfo Suite::run_info() const {
                    {"lat_budget_bytes", std::to_string(p.lat_budget)},
                    {"bw_budget_bytes", std::to_string(p.bw_budget)},
                    {"quick", common_.quick ? "1" : "0"}};
-  const Case defs[] = {{RmaOp::Put, Scope::Thread, Mode::Lat},       {RmaOp::Get, Scope::Thread, Mode::Lat},
-                       {RmaOp::PutSignal, Scope::Thread, Mode::Lat}, {RmaOp::FetchAdd, Scope::Thread, Mode::Lat},
-                       {RmaOp::CompareSwap, Scope::Thread, Mode::Lat}, {RmaOp::Put, Scope::Thread, Mode::Bw},
-                       {RmaOp::Put, Scope::Thread, Mode::Bibw}};
+  const Case defs[] = {
+      {RmaOp::Put, Scope::Thread, Mode::Lat},         {RmaOp::Get, Scope::Thread, Mode::Lat},
+      {RmaOp::PutSignal, Scope::Thread, Mode::Lat},   {RmaOp::FetchAdd, Scope::Thread, Mode::Lat},
+      {RmaOp::CompareSwap, Scope::Thread, Mode::Lat}, {RmaOp::Put, Scope::Thread, Mode::Bw},
+      {RmaOp::Put, Scope::Thread, Mode::Bibw}};
   for (const Case& c : defs) {
-    const std::string key = c.mode == Mode::Lat ? std::string(to_string(c.op)) + " lat" : to_string(c.mode);
+    const std::string key =
+        c.mode == Mode::Lat ? std::string(to_string(c.op)) + " lat" : to_string(c.mode);
     info.definitions.emplace_back(key, time_meaning(c));
   }
   info.definitions.emplace_back(
-      "timing", "eager: each figure is the median (min, max) over reps kernel launches, each running an "
-                "in-kernel loop of iters operations, timed with CUDA events (steady clock on the host "
-                "backend); time is per operation");
-  info.definitions.emplace_back("gbps", "bytes moved per second at the median time, 1 GB = 1e9 bytes");
+      "timing",
+      "eager: each figure is the median (min, max) over reps kernel launches, each running an "
+      "in-kernel loop of iters operations, timed with CUDA events (steady clock on the host "
+      "backend); time is per operation");
+  info.definitions.emplace_back("gbps",
+                                "bytes moved per second at the median time, 1 GB = 1e9 bytes");
   return info;
 }
 
@@ -379,34 +391,39 @@ void Suite::print_header(const std::vector<Case>& cases) const {
   const Plan& p = plan_;
   std::printf("# %s rma: %s %s, backend %s, %d ranks (rank 0 measures against rank 1%s)\n",
               common_.program.c_str(), lib_.library().c_str(), lib_.version().c_str(),
-              lib_.backend().c_str(), lib_.size(),
-              lib_.size() > 2 ? "; the others idle" : "");
+              lib_.backend().c_str(), lib_.size(), lib_.size() > 2 ? "; the others idle" : "");
   std::printf("# device: %s\n", lib_.device().c_str());
-  std::printf("# eager: every figure is one kernel launch running an in-kernel loop of `iters`\n"
-              "#   operations; time is per operation, the median over %u launches (min, max beside)\n"
-              "#   after %u warm-up operations, timed with %s.\n",
-              p.reps, p.warmup,
-              lib_.on_gpu() ? "CUDA events (a 50 us gate kernel ahead of the start event keeps the "
-                              "host's launch cost out)"
-                            : "a steady clock around launch + stream synchronize");
-  std::printf("# sizes %s .. %s (x%llu); latency up to %s; bandwidth launches %u blocks x %u threads\n",
-              format_size(p.min_bytes).c_str(), format_size(p.max_bytes).c_str(),
-              static_cast<unsigned long long>(p.factor), format_size(std::min(p.lat_max, p.max_bytes)).c_str(),
-              p.blocks, p.threads);
-  std::printf("# GB/s: 1 GB = 1e9 bytes; busbw = algbw for a single pair. Every size is first run\n"
-              "#   once on poisoned destinations and every byte checked (#wrong).\n");
+  std::printf(
+      "# eager: every figure is one kernel launch running an in-kernel loop of `iters`\n"
+      "#   operations; time is per operation, the median over %u launches (min, max beside)\n"
+      "#   after %u warm-up operations, timed with %s.\n",
+      p.reps, p.warmup,
+      lib_.on_gpu() ? "CUDA events (a 50 us gate kernel ahead of the start event keeps the "
+                      "host's launch cost out)"
+                    : "a steady clock around launch + stream synchronize");
+  std::printf(
+      "# sizes %s .. %s (x%llu); latency up to %s; bandwidth launches %u blocks x %u threads\n",
+      format_size(p.min_bytes).c_str(), format_size(p.max_bytes).c_str(),
+      static_cast<unsigned long long>(p.factor),
+      format_size(std::min(p.lat_max, p.max_bytes)).c_str(), p.blocks, p.threads);
+  std::printf(
+      "# GB/s: 1 GB = 1e9 bytes; busbw = algbw for a single pair. Every size is first run\n"
+      "#   once on poisoned destinations and every byte checked (#wrong).\n");
   std::printf("# %zu tables\n", cases.size());
   std::fflush(stdout);
 }
 
 int Suite::run() {
   if (lib_.size() < 2)
-    throw UsageError{"the rma benchmark needs 2 ranks (rank 0 measures against rank 1); run it as "
-                     "'gnio-run -n 2 -- " + common_.program + " rma ...'"};
+    throw UsageError{
+        "the rma benchmark needs 2 ranks (rank 0 measures against rank 1); run it as "
+        "'gnio-run -n 2 -- " +
+        common_.program + " rma ...'"};
   resolve();
   const std::vector<Case> list = cases();
   if (list.empty()) throw UsageError{"--op/--scope/--mode select nothing to measure"};
-  const std::vector<std::uint64_t> all_sizes = size_steps(plan_.min_bytes, plan_.max_bytes, plan_.factor);
+  const std::vector<std::uint64_t> all_sizes =
+      size_steps(plan_.min_bytes, plan_.max_bytes, plan_.factor);
   lib_.allocate(plan_.buffer_bytes, plan_.signals);
   if (me_ == 0) print_header(list);
 
@@ -423,8 +440,8 @@ int Suite::run() {
     if (sizes.empty()) continue;
     if (me_ == 0) {
       char title[128];
-      std::snprintf(title, sizeof title, "%s  scope=%s  mode=%s", to_string(c.op), to_string(c.scope),
-                    to_string(c.mode));
+      std::snprintf(title, sizeof title, "%s  scope=%s  mode=%s", to_string(c.op),
+                    to_string(c.scope), to_string(c.mode));
       table.begin(title, time_meaning(c));
     }
     for (std::uint64_t s : sizes) {
@@ -451,13 +468,14 @@ int Suite::run() {
 }
 
 template <class T, std::size_t N>
-void parse_list(const std::string& text, const char* option, const std::pair<const char*, std::vector<T>> (&names)[N],
-                std::vector<T>& out) {
+void parse_list(const std::string& text, const char* option,
+                const std::pair<const char*, std::vector<T>> (&names)[N], std::vector<T>& out) {
   out.clear();
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const std::size_t comma = text.find(',', pos);
-    const std::string word = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const std::string word =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     bool found = false;
     for (const auto& [name, values] : names) {
       if (word == name) {
@@ -468,7 +486,8 @@ void parse_list(const std::string& text, const char* option, const std::pair<con
     }
     if (!found) {
       std::string choices;
-      for (const auto& [name, values] : names) choices += std::string(choices.empty() ? "" : "|") + name;
+      for (const auto& [name, values] : names)
+        choices += std::string(choices.empty() ? "" : "|") + name;
       throw UsageError{std::string(option) + ": '" + word + "' is not one of " + choices};
     }
     if (comma == std::string::npos) break;
@@ -493,7 +512,10 @@ RmaOptions parse_rma_options(CommonOptions& common, int argc, char** argv, int f
       {"block", {Scope::Block}},
       {"all", {Scope::Thread, Scope::Warp, Scope::Block}}};
   static const std::pair<const char*, std::vector<Mode>> kModeNames[] = {
-      {"lat", {Mode::Lat}}, {"bw", {Mode::Bw}}, {"bibw", {Mode::Bibw}}, {"all", {Mode::Lat, Mode::Bw, Mode::Bibw}}};
+      {"lat", {Mode::Lat}},
+      {"bw", {Mode::Bw}},
+      {"bibw", {Mode::Bibw}},
+      {"all", {Mode::Lat, Mode::Bw, Mode::Bibw}}};
   RmaOptions o;
   parse_list("all", "--op", kOps, o.ops);
   parse_list("all", "--scope", kScopeNames, o.scopes);

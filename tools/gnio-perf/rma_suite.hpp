@@ -39,17 +39,17 @@ struct RmaLaunch {
   RmaOp op = RmaOp::Put;
   Scope scope = Scope::Thread;
   Mode mode = Mode::Lat;
-  bool responder = false;        ///< put_signal ping-pong: the side that waits first (rank 1)
-  bool check = false;            ///< the data-check run (atomics verify the final value too)
-  std::uint64_t bytes = 0;       ///< message size (8 for atomics)
-  std::uint32_t iters = 0;       ///< operations (lat) or repetitions (bw) in the kernel's loop
-  unsigned blocks = 1;           ///< launch shape
+  bool responder = false;   ///< put_signal ping-pong: the side that waits first (rank 1)
+  bool check = false;       ///< the data-check run (atomics verify the final value too)
+  std::uint64_t bytes = 0;  ///< message size (8 for atomics)
+  std::uint32_t iters = 0;  ///< operations (lat) or repetitions (bw) in the kernel's loop
+  unsigned blocks = 1;      ///< launch shape
   unsigned threads = 1;
-  Split split;                   ///< bw/bibw: the message's split among the groups
+  Split split;                      ///< bw/bibw: the message's split among the groups
   std::uint64_t window_stride = 0;  ///< get: iteration i reads at (i % window_slots) * stride
   std::uint32_t window_slots = 1;
-  std::uint64_t signal_base = 0;    ///< signal values of this launch are signal_base + 1 .. + iters
-  std::uint64_t atomic_start = 0;   ///< atomics: the target word's value when the launch starts
+  std::uint64_t signal_base = 0;   ///< signal values of this launch are signal_base + 1 .. + iters
+  std::uint64_t atomic_start = 0;  ///< atomics: the target word's value when the launch starts
   int peer = 0;
 };
 
@@ -112,13 +112,13 @@ class RmaLibrary {
 
 /// Options of the rma subcommand, as parsed from the command line.
 struct RmaOptions {
-  std::vector<RmaOp> ops;      ///< --op (fetch_add and compare_swap both come from "atomic")
-  std::vector<Scope> scopes;   ///< --scope
-  std::vector<Mode> modes;     ///< --mode
-  unsigned blocks = 0;         ///< --blocks (0: the library's default)
-  unsigned threads = 0;        ///< --threads (0: the library's default)
-  unsigned reps = 0;           ///< --reps (0: default)
-  std::uint64_t lat_max = 0;   ///< --lat-max (0: default 1M)
+  std::vector<RmaOp> ops;     ///< --op (fetch_add and compare_swap both come from "atomic")
+  std::vector<Scope> scopes;  ///< --scope
+  std::vector<Mode> modes;    ///< --mode
+  unsigned blocks = 0;        ///< --blocks (0: the library's default)
+  unsigned threads = 0;       ///< --threads (0: the library's default)
+  unsigned reps = 0;          ///< --reps (0: default)
+  std::uint64_t lat_max = 0;  ///< --lat-max (0: default 1M)
 };
 
 /// Parses the rma subcommand's options (common ones included). Throws UsageError.

@@ -65,11 +65,27 @@ GNIO_HD_INLINE T atomic_compare_swap(T* p, T expected, T desired, Order o) {
   return expected;
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define GNIO_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GNIO_TSAN 1
+#endif
+#endif
+
+#if !GNIO_ON_DEVICE && defined(GNIO_TSAN)
+/// ThreadSanitizer does not model standalone fences; a seq_cst read-modify-write on one shared
+/// word gives it the same ordering to reason about.
+inline std::atomic<unsigned> tsan_fence_word{0};
+#endif
+
 /// Orders this thread's earlier memory accesses before its later ones as seen by every agent
 /// (other GPUs, the CPU, other processes).
 GNIO_HD_INLINE void fence_system() {
 #if GNIO_ON_DEVICE
   __threadfence_system();
+#elif defined(GNIO_TSAN)
+  tsan_fence_word.fetch_add(0, std::memory_order_seq_cst);
 #else
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif

@@ -56,8 +56,12 @@ struct DeviceComm {
   bool node_contiguous_ = true; ///< node ranks are node_first_ .. node_first_+local_size_-1
   // ---- symmetric heap ----------------------------------------------------------------------
   std::uint32_t heap_id_ = 0;
-  char* heap_base_ = nullptr;        ///< node peer i's heap starts at heap_base_ + i*heap_stride_
+  /// Flat layout: node peer i's heap starts at heap_base_ + i*heap_stride_. Table layout (CUDA
+  /// IPC): heap_base_ is this rank's heap and heap_stride_ is 0, so local() is the same formula.
+  char* heap_base_ = nullptr;
   std::uint64_t heap_stride_ = 0;
+  /// Table layout: node-local index -> base of that peer's heap (device memory); nullptr = flat.
+  const std::uint64_t* heap_peer_base_ = nullptr;
   std::uint64_t heap_bytes_ = 0;     ///< bytes mapped per rank when this handle was made
   const std::int16_t* local_index_ = nullptr;  ///< [size_] node-local index or -1 (non-contiguous)
   // ---- waits -------------------------------------------------------------------------------
@@ -95,7 +99,8 @@ struct DeviceComm {
   GNIO_HD_INLINE Route route(int peer) const { return local_index(peer) >= 0 ? Route::P2P : Route::None; }
   /// True when `peer`'s memory can be loaded and stored directly (same node).
   GNIO_HD_INLINE bool is_p2p(int peer) const { return local_index(peer) >= 0; }
-  /// This rank's address of a symmetric object.
+  /// This rank's address of a symmetric object. (Both layouts: with the table layout the stride
+  /// is 0 and heap_base_ is this rank's heap, so no table read is needed.)
   template <class T>
   GNIO_HD_INLINE T* local(SymPtr<T> p) const {
     return reinterpret_cast<T*>(heap_base_ + static_cast<std::uint64_t>(local_rank_) * heap_stride_ + p.offset);
@@ -106,7 +111,10 @@ struct DeviceComm {
   GNIO_HD_INLINE T* peer_ptr(SymPtr<T> p, int peer) const {
     int li = local_index(peer);
     if (li < 0) return nullptr;
-    return reinterpret_cast<T*>(heap_base_ + static_cast<std::uint64_t>(li) * heap_stride_ + p.offset);
+    // One branch, uniform across the kernel (every thread sees the same handle).
+    char* base = heap_peer_base_ ? reinterpret_cast<char*>(heap_peer_base_[li])
+                                 : heap_base_ + static_cast<std::uint64_t>(li) * heap_stride_;
+    return reinterpret_cast<T*>(base + p.offset);
   }
 
   // ======== one-sided data movement ========
@@ -186,6 +194,9 @@ struct DeviceComm {
   /// InvalidArgument/Unsupported and returns false when the operation must not proceed.
   GNIO_HD bool check_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
                             CallSite site) const;
+  /// The cold half of check_target: classifies and records why the target was refused.
+  GNIO_HD void reject_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
+                             CallSite site) const;
 };
 
 }  // namespace gnio

@@ -6,10 +6,13 @@
 #define GNIO_HD __host__ __device__
 #define GNIO_DEVICE __device__
 #define GNIO_HD_INLINE __host__ __device__ __forceinline__
+/// For cold paths (error reporting): kept out of line so hot call sites stay small.
+#define GNIO_NOINLINE __noinline__
 #else
 #define GNIO_HD
 #define GNIO_DEVICE
 #define GNIO_HD_INLINE inline __attribute__((always_inline))
+#define GNIO_NOINLINE __attribute__((noinline))
 #endif
 
 // True in the device compilation pass of nvcc; false in its host pass and under g++/clang.

@@ -102,6 +102,20 @@ class CudaBackend final : public Backend {
   /// cudaFree of an ipc_alloc() allocation, after every peer has closed it. Failures are logged.
   void ipc_free(void* ptr) noexcept;
 
+  // ---- user buffers (Comm::register_buffer) ------------------------------------------------
+  /// Device memory of this GPU from cudaMalloc (exported as a legacy CUDA IPC handle of the
+  /// allocation, found with cuMemGetAddressRange) or from cuMemCreate with POSIX-fd export allowed
+  /// (cuMemRetainAllocationHandle + cuMemExportToShareableHandle of the mapping the range lies
+  /// in). Host, managed, stream-ordered-pool (cudaMallocAsync) memory, another GPU's memory and
+  /// ranges crossing allocations throw Error(InvalidArgument).
+  ExportedBuffer export_buffer(const void* ptr, std::size_t bytes) override;
+  /// Closes the fd of a VMM export.
+  void release_export(ExportedBuffer& e) noexcept override;
+  /// CudaIpc: ipc_open() of the handle (the driver picks the address). CudaVmm: import of the
+  /// fd, mapped read/write for this GPU into a reservation of its own.
+  ImportedBuffer import_buffer(const BufferExport& desc, int fd) override;
+  void release_import(ImportedBuffer& b) noexcept override;
+
   // ---- host memory mapped into the GPU ----------------------------------------------------
   /// cudaHostAlloc(Mapped | Portable), zero-filled; the same pointer is valid in kernels. Throws
   /// Error(InvalidArgument) for `bytes` == 0.
@@ -152,6 +166,12 @@ class CudaBackend final : public Backend {
   std::map<std::uintptr_t, Mapping> mappings_;             // mapped address -> mapping
   std::map<std::uintptr_t, std::size_t> ipc_allocations_;  // ipc_alloc'd address -> bytes
   std::map<std::uintptr_t, int> ipc_opened_;               // ipc_open'ed address -> open count
+  struct UserImport {
+    std::size_t mapped;    // bytes mapped at the reservation's start
+    std::size_t reserved;  // bytes of the reservation
+    std::uint64_t handle;  // imported CUmemGenericAllocationHandle
+  };
+  std::map<std::uintptr_t, UserImport> user_imports_;  // peers' VMM buffers by reservation
 };
 
 }  // namespace gnio::platform

@@ -52,6 +52,9 @@ DriverApi load() noexcept {
     GNIO_RESOLVE(cuMemSetAccess);
     GNIO_RESOLVE(cuMemExportToShareableHandle);
     GNIO_RESOLVE(cuMemImportFromShareableHandle);
+    GNIO_RESOLVE(cuPointerGetAttribute);
+    GNIO_RESOLVE(cuMemGetAddressRange);
+    GNIO_RESOLVE(cuMemRetainAllocationHandle);
 #undef GNIO_RESOLVE
   } catch (...) {
     // Only format() can throw (std::bad_alloc); report it as a missing driver rather than

@@ -39,6 +39,10 @@ struct DriverApi {
   PFN_cuMemSetAccess_v10020 cuMemSetAccess = nullptr;
   PFN_cuMemExportToShareableHandle_v10020 cuMemExportToShareableHandle = nullptr;
   PFN_cuMemImportFromShareableHandle_v10020 cuMemImportFromShareableHandle = nullptr;
+  // user-buffer registration: what memory a pointer is, and exporting its allocation
+  PFN_cuPointerGetAttribute_v4000 cuPointerGetAttribute = nullptr;
+  PFN_cuMemGetAddressRange_v3020 cuMemGetAddressRange = nullptr;
+  PFN_cuMemRetainAllocationHandle_v11000 cuMemRetainAllocationHandle = nullptr;
 };
 
 /// The process-wide table, loaded on first use (thread-safe). Never throws and never prints:

@@ -175,6 +175,72 @@ void HostBackend::close_chunk(ShareableChunk& chunk) {
   chunk = ShareableChunk();
 }
 
+ExportedBuffer HostBackend::export_buffer(const void* ptr, std::size_t bytes) {
+  GNIO_REQUIRE(ptr && bytes > 0, "register_buffer: null pointer or 0 bytes (%p, %zu bytes)", ptr,
+               bytes);
+  const std::optional<HostShareableRange> r = host_backend_find_shareable(ptr);
+  GNIO_REQUIRE(r.has_value(),
+               "register_buffer(%p, %zu bytes): on the host backend only memory from "
+               "Comm::alloc_device() can be registered (it lives in a memfd that node peers can "
+               "map); this address is not inside a live alloc_device() allocation",
+               ptr, bytes);
+  const auto start = reinterpret_cast<std::uintptr_t>(ptr);
+  const auto base = reinterpret_cast<std::uintptr_t>(r->base);
+  GNIO_REQUIRE(start - base <= r->size && bytes <= r->size - (start - base),
+               "register_buffer(%p, %zu bytes): the range runs past the end of its alloc_device() "
+               "allocation (%p, %zu bytes); register a range inside one allocation",
+               ptr, bytes, r->base, r->size);
+  // Peers map whole pages: the ones covering the range, at their file offsets in the arena.
+  const std::size_t page = granularity();
+  const std::size_t file_start = r->offset + (start - base);
+  const std::size_t map_from = file_start / page * page;
+  const std::size_t map_to = (file_start + bytes + page - 1) / page * page;
+  ExportedBuffer e;
+  e.desc.kind = BufferShareKind::HostMemfd;
+  e.desc.map_offset = map_from;
+  e.desc.map_bytes = map_to - map_from;
+  e.desc.ptr_offset = file_start - map_from;
+  e.fd = r->fd;
+  e.owns_fd = false;
+  return e;
+}
+
+void HostBackend::release_export(ExportedBuffer& e) noexcept {
+  if (e.owns_fd && e.fd >= 0) close(e.fd);
+  e = ExportedBuffer();
+}
+
+ImportedBuffer HostBackend::import_buffer(const BufferExport& desc, int fd) {
+  GNIO_REQUIRE(desc.kind == BufferShareKind::HostMemfd,
+               "host backend import_buffer: a peer exported kind %u memory, not host-backend "
+               "memory (do all node ranks use the host backend?)",
+               static_cast<unsigned>(desc.kind));
+  GNIO_REQUIRE(fd >= 0 && desc.map_bytes > 0 && desc.ptr_offset < desc.map_bytes,
+               "host backend import_buffer: bad description (fd %d, %llu bytes)", fd,
+               static_cast<unsigned long long>(desc.map_bytes));
+  void* p = mmap(nullptr, desc.map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                 static_cast<off_t>(desc.map_offset));
+  if (p == MAP_FAILED)
+    fail_errno(
+        "host backend: mapping a node peer's registered buffer (fd %d, offset %llu, %llu "
+        "bytes) failed",
+        fd, static_cast<unsigned long long>(desc.map_offset),
+        static_cast<unsigned long long>(desc.map_bytes));
+  ImportedBuffer b;
+  b.kind = BufferShareKind::HostMemfd;
+  b.mapping = p;
+  b.mapping_bytes = desc.map_bytes;
+  b.ptr = static_cast<char*>(p) + desc.ptr_offset;
+  return b;
+}
+
+void HostBackend::release_import(ImportedBuffer& b) noexcept {
+  if (b.mapping && munmap(b.mapping, b.mapping_bytes) != 0)
+    GNIO_WARN(Memory, "host backend: unmapping a peer's registered buffer at %p failed: %s",
+              b.mapping, std::strerror(errno));
+  b = ImportedBuffer();
+}
+
 void* HostBackend::alloc_host_mapped(std::size_t bytes) {
   return host::mapped_alloc(bytes);
 }

@@ -47,6 +47,16 @@ class HostBackend final : public Backend {
   void unmap_chunk(void* at, std::size_t bytes) override;
   void close_chunk(ShareableChunk& chunk) override;
 
+  /// Only alloc_device() memory (the process's memfd arena): the export names the arena's fd and
+  /// the file offsets of the pages covering the range (host_backend_find_shareable()).
+  ExportedBuffer export_buffer(const void* ptr, std::size_t bytes) override;
+  /// Nothing to release: the arena owns its fd.
+  void release_export(ExportedBuffer& e) noexcept override;
+  /// mmap(MAP_SHARED) of the covering pages of the peer's arena fd, anywhere in this process.
+  ImportedBuffer import_buffer(const BufferExport& desc, int fd) override;
+  /// munmap of what import_buffer() mapped.
+  void release_import(ImportedBuffer& b) noexcept override;
+
   void* alloc_host_mapped(std::size_t bytes) override;
   void free_host_mapped(void* p) noexcept override;
 

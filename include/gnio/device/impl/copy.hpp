@@ -27,9 +27,14 @@ __device__ __forceinline__ void copy_units(U* __restrict__ d, const U* __restric
   for (; i < n; i += g) d[i] = s[i];
 }
 
-/// Copies fewer than 16 bytes starting at a common alignment of `a` bytes, widest stores first.
+/// Copies at most 16 bytes with the widest stores that `a` (a common alignment of both
+/// addresses, a power of two up to 16) allows.
 __device__ __forceinline__ void copy_small(char* d, const char* s, std::size_t n, unsigned a) {
   std::size_t i = 0;
+  if (a >= 16 && n == 16) {
+    *reinterpret_cast<int4*>(d) = *reinterpret_cast<const int4*>(s);
+    return;
+  }
   if (a >= 8)
     for (; i + 8 <= n; i += 8) *reinterpret_cast<std::uint64_t*>(d + i) = *reinterpret_cast<const std::uint64_t*>(s + i);
   if (a >= 4)
@@ -43,25 +48,36 @@ __device__ __forceinline__ void device_copy(void* dst, const void* src, std::siz
                                             unsigned g) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
-  const std::uintptr_t mis = reinterpret_cast<std::uintptr_t>(d) ^ reinterpret_cast<std::uintptr_t>(s);
-  // The widest unit both addresses can share.
-  const unsigned w = (mis & 15) == 0 ? 16 : (mis & 7) == 0 ? 8 : (mis & 3) == 0 ? 4 : (mis & 1) == 0 ? 2 : 1;
-  std::size_t head = (w - (reinterpret_cast<std::uintptr_t>(d) & (w - 1))) & (w - 1);
+  const std::uintptr_t da = reinterpret_cast<std::uintptr_t>(d), sa = reinterpret_cast<std::uintptr_t>(s);
+  if (n <= 16) {
+    // Signals-sized payloads: one thread, one or two stores, no loops to set up.
+    if (r == 0) {
+      const std::uintptr_t both = da | sa | 16;
+      copy_small(d, s, n, static_cast<unsigned>(both & (~both + 1)));
+    }
+    return;
+  }
+  const std::uintptr_t mis = da ^ sa;
+  // log2 of the widest unit both addresses can share (shifts, not divisions: a runtime divide is
+  // a 64-bit software routine on the GPU).
+  const unsigned lw = (mis & 15) == 0 ? 4 : (mis & 7) == 0 ? 3 : (mis & 3) == 0 ? 2 : (mis & 1) == 0 ? 1 : 0;
+  const unsigned w = 1u << lw;
+  std::size_t head = (w - (da & (w - 1))) & (w - 1);
   if (head > n) head = n;
-  if (head && r == 0) for (std::size_t i = 0; i < head; ++i) d[i] = s[i];
+  if (head && r == 0) copy_small(d, s, head, 1);
   d += head;
   s += head;
   n -= head;
-  const std::size_t units = n / w;
-  switch (w) {
-    case 16: copy_units<int4, 4>(reinterpret_cast<int4*>(d), reinterpret_cast<const int4*>(s), units, r, g); break;
-    case 8: copy_units<std::uint64_t, 4>(reinterpret_cast<std::uint64_t*>(d), reinterpret_cast<const std::uint64_t*>(s), units, r, g); break;
-    case 4: copy_units<std::uint32_t, 4>(reinterpret_cast<std::uint32_t*>(d), reinterpret_cast<const std::uint32_t*>(s), units, r, g); break;
-    case 2: copy_units<std::uint16_t, 4>(reinterpret_cast<std::uint16_t*>(d), reinterpret_cast<const std::uint16_t*>(s), units, r, g); break;
+  const std::size_t units = n >> lw;
+  switch (lw) {
+    case 4: copy_units<int4, 4>(reinterpret_cast<int4*>(d), reinterpret_cast<const int4*>(s), units, r, g); break;
+    case 3: copy_units<std::uint64_t, 4>(reinterpret_cast<std::uint64_t*>(d), reinterpret_cast<const std::uint64_t*>(s), units, r, g); break;
+    case 2: copy_units<std::uint32_t, 4>(reinterpret_cast<std::uint32_t*>(d), reinterpret_cast<const std::uint32_t*>(s), units, r, g); break;
+    case 1: copy_units<std::uint16_t, 4>(reinterpret_cast<std::uint16_t*>(d), reinterpret_cast<const std::uint16_t*>(s), units, r, g); break;
     default: copy_units<char, 4>(d, s, units, r, g); break;
   }
-  const std::size_t done = units * w;
-  if (done < n && r == (g > 1 ? 1u % g : 0u)) copy_small(d + done, s + done, n - done, w);
+  const std::size_t done = units << lw;
+  if (done < n && r == (g > 1 ? 1u : 0u)) copy_small(d + done, s + done, n - done, w);
 }
 #endif
 

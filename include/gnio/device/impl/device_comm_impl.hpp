@@ -24,7 +24,7 @@ inline constexpr std::uint32_t kWaitCheckMask = 15;
 #endif
 }  // namespace detail
 
-GNIO_HD inline void DeviceComm::report(Status status, const char* op, int peer,
+GNIO_NOINLINE GNIO_HD inline void DeviceComm::report(Status status, const char* op, int peer,
                                        std::uint64_t heap_offset, std::uint64_t expected,
                                        std::uint64_t seen, Cmp cmp, std::uint64_t waited_ns,
                                        CallSite site) const {
@@ -72,21 +72,26 @@ GNIO_HD inline Status DeviceComm::wait_until(Ready ready, const char* op, int pe
   }
 }
 
-GNIO_HD inline bool DeviceComm::check_target(const char* op, int peer, std::uint64_t offset,
+GNIO_HD_INLINE bool DeviceComm::check_target(const char* op, int peer, std::uint64_t offset,
                                              std::uint64_t bytes, CallSite site) const {
-  if (peer < 0 || peer >= size_) {
+  // The common case is a handful of compares; everything else is out of line.
+  if (static_cast<unsigned>(peer) < static_cast<unsigned>(size_) && offset <= heap_bytes_ &&
+      bytes <= heap_bytes_ - offset && local_index(peer) >= 0) [[likely]]
+    return true;
+  reject_target(op, peer, offset, bytes, site);
+  return false;
+}
+
+GNIO_NOINLINE GNIO_HD inline void DeviceComm::reject_target(const char* op, int peer,
+                                                            std::uint64_t offset,
+                                                            std::uint64_t bytes,
+                                                            CallSite site) const {
+  if (peer < 0 || peer >= size_)
     report(Status::InvalidArgument, op, peer, offset, 0, 0, Cmp::Eq, 0, site);
-    return false;
-  }
-  if (offset > heap_bytes_ || bytes > heap_bytes_ - offset) {
+  else if (offset > heap_bytes_ || bytes > heap_bytes_ - offset)
     report(Status::InvalidArgument, op, peer, offset, bytes, heap_bytes_, Cmp::Le, 0, site);
-    return false;
-  }
-  if (!is_p2p(peer)) {
+  else
     report(Status::Unsupported, op, peer, offset, 0, 0, Cmp::Eq, 0, site);
-    return false;
-  }
-  return true;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,180 @@
+// Collectives inside kernels: allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall
+// and alltoallv over a Team, called by one cooperation group per rank (Thread, Tile<N>, Warp or
+// Block) of an already running kernel. The host API (gnio/coll.hpp) launches the same code as
+// stream-ordered kernels, with one block per worker.
+//
+//   gnio::CollComm cc = gnio::coll_comm(comm, stream);   // host: the channel of `stream`
+//   gnio::launch(stream, dims, [=] GNIO_HD() {
+//     if (gnio::dev::block() == 0)
+//       (void)cc.allreduce<gnio::Block>(x, x, n, gnio::op::Sum{});   // in place
+//   });
+//
+// Algorithms (CollAlgo; Auto picks by size):
+//  * LL: every rank writes its data as 8-byte packets (4 bytes data + 4 bytes call flag) into the
+//    peers' scratch and reads the peers' packets from its own; no barrier, nothing cleared. Small
+//    messages (up to the scratch's LL slot).
+//  * OneShot: a flag handshake, then every rank reads what it needs directly from the peers'
+//    buffers (peer memory, 16-byte loads), then a flag saying it is done reading. Operands that
+//    peers read must lie in the symmetric heap (any offset: ranks publish their offsets).
+//  * TwoShot (allreduce, broadcast, reduce): each rank reduces (or fetches) 1/n of the data from
+//    every peer and writes it into every peer's output (reduce-scatter + allgather).
+//  * Ring: pipelined through fixed-size scratch with per-block flow control; any size, any
+//    buffers (nothing but this rank touches them).
+//
+// Determinism: LL, OneShot and TwoShot reduce every element in team order (member 0, 1, ..., n-1)
+// with the same operations on every rank, so the result is bit-identical on every rank and
+// between these three algorithms. Ring reduces each element once, in ring order, and copies the
+// result: bit-identical on every rank, but possibly different bits from the others for floats.
+// 16/8-bit floats accumulate in float within one rank (LL/OneShot/TwoShot round once; Ring rounds
+// at every hop).
+//
+// Rules: one group per rank runs collectives on a channel at a time, and every member calls the
+// same collectives in the same order. Every wait is bounded like DeviceComm's waits; a failure
+// returns Status::Timeout/Aborted/InvalidArgument/Unsupported and records where it happened.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gnio/device/coll_types.hpp"
+#include "gnio/device/coop.hpp"
+#include "gnio/device/device_comm.hpp"
+#include "gnio/device/macros.hpp"
+#include "gnio/device/status.hpp"
+#include "gnio/device/sym_ptr.hpp"
+#include "gnio/device/team.hpp"
+
+namespace gnio {
+
+/// Collective algorithm; Auto chooses by kind and size (the same choice on every rank).
+enum class CollAlgo : std::uint8_t { Auto, LL, OneShot, TwoShot, Ring };
+/// Number of CollAlgo values.
+inline constexpr int kCollAlgoCount = 5;
+
+/// Which collective.
+enum class CollKind : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AllToAll, AllToAllV };
+/// Number of CollKind values.
+inline constexpr int kCollKindCount = 7;
+
+namespace detail {
+
+/// Most workers (blocks) of one collective call; per-block flags and pipes are sized by it.
+inline constexpr unsigned kCollMaxBlocks = 32;
+/// An offset that is not in the symmetric heap.
+inline constexpr std::uint64_t kNotInHeap = ~std::uint64_t{0};
+
+/// One channel of a communicator's collective state: symmetric buffers with the same layout on
+/// every rank ("slots" are indexed by node-local rank). Filled by gnio::coll_comm().
+struct CollChannel {
+  SymPtr<std::uint64_t> epoch;   ///< [slots] calls made with each node peer (local use)
+  SymPtr<std::uint64_t> credit;  ///< [slots] peer i finished its call number X with this rank
+  SymPtr<std::uint32_t> done;    ///< workers of the current call that finished (local use)
+  SymPtr<std::uint64_t> head;    ///< [max_blocks][slots] progress flags written by senders
+  SymPtr<std::uint64_t> tail;    ///< [max_blocks][slots] consumption flags written by receivers
+  SymPtr<std::uint64_t> addr;    ///< [max_blocks][slots][2] offsets published by peers
+  SymPtr<char> ll;               ///< [2][slots][ll_slot_bytes] LL packet slots
+  SymPtr<char> pipe;             ///< [slots][max_blocks][pipe_depth][pipe_chunk] pipe slots
+  SymPtr<char> stage_in;         ///< [stage_bytes] host API staging of inputs
+  SymPtr<char> stage_out;        ///< [stage_bytes] staging of outputs / in-place temporaries
+  std::uint64_t ll_slot_bytes = 0;
+  std::uint64_t pipe_chunk = 0;
+  std::uint64_t stage_bytes = 0;
+  std::uint32_t pipe_depth = 0;
+  std::uint32_t max_blocks = 0;
+  std::uint32_t slots = 0;
+  std::uint32_t id = 0;  ///< channel number (diagnostics)
+};
+
+/// Everything one collective call needs (built by CollComm's members and by the host API).
+struct CollArgs {
+  CollKind kind = CollKind::AllReduce;
+  CollAlgo algo = CollAlgo::Auto;
+  const char* in = nullptr;    ///< this rank's input
+  char* out = nullptr;         ///< this rank's output
+  std::size_t bytes = 0;       ///< bytes per block: whole message (AR/Bcast/Reduce), one rank's
+                               ///< block (RS output, AG input, A2A per peer); unused by A2AV
+  std::size_t in_stride = 0;   ///< bytes between input blocks (RS, A2A)
+  std::size_t out_stride = 0;  ///< bytes between output blocks (AG, A2A)
+  int root = 0;                ///< team index of the root (Bcast, Reduce)
+  std::uint32_t elem_size = 1; ///< bytes per element (A2AV counts are in elements)
+  /// A2AV: [4][team size] send counts, send displacements, recv counts, recv displacements, in
+  /// elements (memory the kernel can read).
+  const std::uint64_t* a2av = nullptr;
+};
+
+}  // namespace detail
+
+/// The device handle of collectives over one team on one channel. Trivially copyable; get it from
+/// gnio::coll_comm() on the host and pass it to kernels by value.
+struct CollComm {
+  DeviceComm dc;
+  Team team;
+  detail::CollChannel ch;
+  /// Auto's thresholds (GNIO_COLL_LL_MAX, GNIO_COLL_ONESHOT_MAX), in bytes of the larger buffer.
+  std::uint64_t ll_max = 0;
+  std::uint64_t oneshot_max = 0;
+
+  // Every call: the whole group calls with the same arguments; `send`/`recv` are this rank's
+  // buffers (device memory; in the symmetric heap when OneShot/TwoShot must read or write them
+  // from peers). Counts follow NCCL. In place: recv == send (allreduce, broadcast, reduce);
+  // recv == send + index*count (reduce_scatter: recv is this rank's block of send); send == recv
+  // + index*count (allgather). Roots are team indices. Returns Ok on success.
+
+  /// recv[i] = op over members of send[i], i < count.
+  template <class Coop = Block, class T, class Op>
+  GNIO_HD Status allreduce(const T* send, T* recv, std::size_t count, Op op,
+                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+  /// recv[i] = op over members of send[index*recvcount + i], i < recvcount.
+  template <class Coop = Block, class T, class Op>
+  GNIO_HD Status reduce_scatter(const T* send, T* recv, std::size_t recvcount, Op op,
+                                CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+  /// recv[m*sendcount + i] = member m's send[i].
+  template <class Coop = Block, class T>
+  GNIO_HD Status allgather(const T* send, T* recv, std::size_t sendcount,
+                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+  /// recv = root's send (send is read on the root only).
+  template <class Coop = Block, class T>
+  GNIO_HD Status broadcast(const T* send, T* recv, std::size_t count, int root,
+                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+  /// recv on root = op over members of send (recv is written on the root only).
+  template <class Coop = Block, class T, class Op>
+  GNIO_HD Status reduce(const T* send, T* recv, std::size_t count, Op op, int root,
+                        CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+  /// recv[m*count + i] = member m's send[index*count + i]. Not in place.
+  template <class Coop = Block, class T>
+  GNIO_HD Status alltoall(const T* send, T* recv, std::size_t count,
+                          CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+  /// Member m's block for this rank (send_counts[index] elements at its send_displs[index]) lands
+  /// at recv + recv_displs[m]. `table` is 4 arrays of team-size entries in device-readable
+  /// memory: send counts, send displacements, recv counts, recv displacements (elements). Ring
+  /// only (Auto = Ring). Not in place.
+  template <class Coop = Block, class T>
+  GNIO_HD Status alltoallv(const T* send, T* recv, const std::uint64_t* table,
+                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+
+  /// Symmetric-pointer overloads of the above.
+  template <class Coop = Block, class T, class Op>
+  GNIO_HD Status allreduce(SymPtr<T> send, SymPtr<T> recv, std::size_t count, Op op,
+                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const {
+    return allreduce<Coop>(dc.local(send), dc.local(recv), count, op, algo, site);
+  }
+  template <class Coop = Block, class T>
+  GNIO_HD Status allgather(SymPtr<T> send, SymPtr<T> recv, std::size_t sendcount,
+                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const {
+    return allgather<Coop>(dc.local(send), dc.local(recv), sendcount, algo, site);
+  }
+
+  /// The algorithm Auto picks for `a` on this team (the same on every rank).
+  GNIO_HD CollAlgo choose(const detail::CollArgs& a) const;
+  /// True when `algo` can run `a` (LL: fits a slot; TwoShot: AR/Bcast/Reduce; A2AV: Ring only).
+  GNIO_HD bool supports(CollAlgo algo, const detail::CollArgs& a) const;
+  /// Runs one call as worker `w` of `W` (the host API's kernels: one block per worker, all blocks
+  /// of the grid; the device API: one group, w = 0, W = 1). T/Op: element type and operator for
+  /// the reducing kinds; std::uint8_t and detail::CopyOp for the others.
+  template <class Coop, class T, class Op>
+  GNIO_HD Status run(const detail::CollArgs& a, unsigned w, unsigned W, CallSite site) const;
+};
+
+}  // namespace gnio
+
+#include "gnio/device/impl/coll_impl.hpp"

@@ -1,0 +1,832 @@
+// Definitions of CollComm's members (declared and documented in gnio/device/coll.hpp).
+//
+// Synchronisation state, per channel and per node peer ("slot"):
+//  * epoch[slot]: how many calls this rank made with that peer on this channel. A call uses
+//    E = epoch + 1 for the pair; both ranks of a pair count the same calls (every member of a
+//    team counts every call of the team), so E agrees without communication. The worker that
+//    finishes a call last stores the new epochs (a done counter elects it).
+//  * LL slots alternate between two halves by the parity of E; the flag of call E differs from
+//    the flag of call E - 2 that last used the half. Before writing into a peer's half, a sender
+//    checks credit[peer] >= E - 2 (the peer finished call E - 2 with us): normally already true,
+//    it only holds back a sender more than one call ahead (rooted collectives).
+//  * head/tail[block][slot]: monotonic per-block flags (E << 32) + step, so a later call's values
+//    exceed every earlier one's and nothing is ever reset. OneShot/TwoShot use head for "ready"
+//    (step 1) and "done" (step 2); Ring pipes use head for messages posted and tail for messages
+//    consumed, and a sender drains its pipes (all consumed) before the call ends, so every call
+//    starts with empty pipes.
+#pragma once
+
+#include "gnio/device/coll.hpp"
+#include "gnio/device/impl/coll_pack.hpp"
+
+namespace gnio {
+namespace detail {
+
+/// Flag value of step `step` of pair call `epoch` (head/tail words).
+GNIO_HD_INLINE std::uint64_t progress(std::uint64_t epoch, std::uint64_t step) {
+  return (epoch << 32) + step;
+}
+/// LL flag of pair call `epoch`: never 0 (fresh memory) and different from epoch - 2's.
+GNIO_HD_INLINE std::uint32_t ll_flag(std::uint64_t epoch) {
+  return static_cast<std::uint32_t>(epoch % 0xffffffffull) + 1u;
+}
+/// First element of part `i` of `parts` near-equal parts of `total`.
+/// (total * i must fit 64 bits: units and worker/member counts keep it far below.)
+GNIO_HD_INLINE std::size_t part_begin(std::size_t total, std::size_t parts, std::size_t i) {
+  return total * i / parts;
+}
+GNIO_HD_INLINE int mod(int a, int n) { return ((a % n) + n) % n; }
+
+GNIO_HD_INLINE const char* coll_op_name(CollKind k, CollAlgo a) {
+  static constexpr const char* kNames[kCollKindCount][kCollAlgoCount] = {
+      {"allreduce", "allreduce(ll)", "allreduce(oneshot)", "allreduce(twoshot)", "allreduce(ring)"},
+      {"reduce_scatter", "reduce_scatter(ll)", "reduce_scatter(oneshot)", "reduce_scatter(twoshot)", "reduce_scatter(ring)"},
+      {"allgather", "allgather(ll)", "allgather(oneshot)", "allgather(twoshot)", "allgather(ring)"},
+      {"broadcast", "broadcast(ll)", "broadcast(oneshot)", "broadcast(twoshot)", "broadcast(ring)"},
+      {"reduce", "reduce(ll)", "reduce(oneshot)", "reduce(twoshot)", "reduce(ring)"},
+      {"alltoall", "alltoall(ll)", "alltoall(oneshot)", "alltoall(twoshot)", "alltoall(ring)"},
+      {"alltoallv", "alltoallv(ll)", "alltoallv(oneshot)", "alltoallv(twoshot)", "alltoallv(ring)"}};
+  return kNames[static_cast<int>(k)][static_cast<int>(a)];
+}
+
+/// One call as seen by one worker (one group of the caller).
+template <class Coop>
+struct CollCall {
+  const CollComm& cc;
+  const CollArgs& a;
+  Coop g;
+  int n = 0;   ///< team size
+  int me = 0;  ///< team index
+  unsigned w = 0, W = 1;
+  CallSite site;
+  const char* name = "";
+  const std::uint64_t* epochs = nullptr;
+  Status st = Status::Ok;
+
+  GNIO_HD CollCall(const CollComm& c, const CollArgs& args, unsigned worker, unsigned workers,
+                   CallSite s)
+      : cc(c), a(args), n(c.team.size), me(c.team.index), w(worker), W(workers), site(s) {
+    name = coll_op_name(a.kind, a.algo);
+    epochs = cc.dc.local(cc.ch.epoch);
+  }
+
+  GNIO_HD_INLINE int world(int m) const { return cc.team.world_rank(m); }
+  GNIO_HD_INLINE int slot(int m) const { return cc.dc.local_index(world(m)); }
+  /// This call's number for the pair (me, m).
+  GNIO_HD_INLINE std::uint64_t epoch(int m) const { return epochs[slot(m)] + 1; }
+  /// Index of this thread among all threads of all workers, and their number.
+  GNIO_HD_INLINE std::size_t tid() const { return std::size_t{w} * g.size() + g.rank(); }
+  GNIO_HD_INLINE std::size_t nthreads() const { return std::size_t{W} * g.size(); }
+  /// Per-block flag word [w][slot(m)] of `array` (head/tail).
+  GNIO_HD_INLINE SymPtr<std::uint64_t> flag(SymPtr<std::uint64_t> array, int m) const {
+    return array + static_cast<std::ptrdiff_t>(std::size_t{w} * cc.ch.slots + slot(m));
+  }
+
+  /// Waits until this rank's `word` >= value (acquire); skipped after a failure.
+  GNIO_HD_INLINE void wait_ge(SymPtr<std::uint64_t> word, std::uint64_t value, int peer_member) {
+    if (st != Status::Ok) return;
+    std::uint64_t* p = cc.dc.local(word);
+    st = cc.dc.wait_until(
+        [&](std::uint64_t& seen) {
+          seen = dev::atomic_load(p, dev::Order::Acquire);
+          return seen >= value;
+        },
+        name, peer_member >= 0 ? world(peer_member) : -1, word.offset, Cmp::Ge, value, site);
+  }
+  /// Stores `value` into member m's `word` with release (its earlier stores are visible first).
+  GNIO_HD_INLINE void signal(SymPtr<std::uint64_t> word, std::uint64_t value, int m) const {
+    dev::atomic_store(cc.dc.peer_ptr(word, world(m)), value, dev::Order::Release);
+  }
+  /// Records a failure of this call (first one per communicator wins) and remembers it.
+  GNIO_HD_INLINE void fail(Status s, int peer_member, std::uint64_t offset, std::uint64_t expected,
+                           std::uint64_t seen) {
+    if (st == Status::Ok) st = s;
+    cc.dc.report(s, name, peer_member >= 0 ? world(peer_member) : -1, offset, expected, seen,
+                 Cmp::Eq, 0, site);
+  }
+  /// The symmetric-heap offset of `p` on this rank, or kNotInHeap.
+  GNIO_HD_INLINE std::uint64_t heap_offset(const void* p) const {
+    const char* base = cc.dc.local(SymPtr<char>{cc.dc.heap_id_, 0, 0});
+    const std::uintptr_t d = reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(base);
+    return p && reinterpret_cast<const char*>(p) >= base && d < cc.dc.heap_bytes_ ? d : kNotInHeap;
+  }
+  /// Member m's copy of heap offset `off` as an address this rank can load and store.
+  GNIO_HD_INLINE char* peer_at(int m, std::uint64_t off) const {
+    return cc.dc.peer_ptr(SymPtr<char>{cc.dc.heap_id_, 0, off}, world(m));
+  }
+
+  /// The units [begin, end) of `total` this worker owns (the same split on every rank).
+  GNIO_HD_INLINE void my_units(std::size_t total, std::size_t* begin, std::size_t* end) const {
+    *begin = part_begin(total, W, w);
+    *end = part_begin(total, W, w + 1);
+  }
+};
+
+/// Copies `bytes` from `src` to `dst` with all threads of all workers (local memory).
+template <class Coop>
+GNIO_HD_INLINE void grid_copy(const CollCall<Coop>& c, char* dst, const char* src, std::size_t bytes) {
+  if (dst == src || bytes == 0) return;
+  const std::size_t U = units_of(bytes);
+  for (std::size_t u = c.tid(); u < U; u += c.nthreads()) store_unit(dst, u, bytes, load_unit(src, u, bytes));
+}
+
+// ---------------------------------------------------------------------------------------------
+// LL: packets into the peers' scratch; no handshake.
+
+template <class Coop, class T, class Op>
+GNIO_HD void ll_exec(CollCall<Coop>& c) {
+  const CollArgs& a = c.a;
+  const CollChannel& ch = c.cc.ch;
+  const int n = c.n, me = c.me;
+  char* ll_local = c.cc.dc.local(ch.ll);
+  auto slot_base = [&](char* area, std::uint64_t e, int s) {
+    return reinterpret_cast<std::uint64_t*>(area + ((e & 1) * ch.slots + static_cast<std::uint64_t>(s)) * ch.ll_slot_bytes);
+  };
+  // Sends `bytes` of `src` to member m as packets.
+  auto send = [&](int m, const char* src, std::size_t bytes) {
+    const std::uint64_t e = c.epoch(m);
+    if (e > 2) c.wait_ge(ch.credit + c.slot(m), e - 2, m);  // m is done with this half's last use
+    std::uint64_t* dst = slot_base(c.cc.dc.peer_ptr(ch.ll, c.world(m)), e, c.slot(me));
+    const std::uint32_t f = ll_flag(e);
+    const std::size_t U = units_of(bytes);
+    for (std::size_t u = c.tid(); u < U; u += c.nthreads()) ll_store(dst + 4 * u, load_unit(src, u, bytes), f);
+  };
+  // Unit u of member m's packets.
+  auto recv = [&](int m, std::size_t u) {
+    Pack p{0, 0};
+    if (c.st != Status::Ok) return p;
+    const std::uint64_t e = c.epoch(m);
+    const std::uint64_t* pkt = slot_base(ll_local, e, c.slot(m)) + 4 * u;
+    const std::uint32_t f = ll_flag(e);
+    c.st = c.cc.dc.wait_until([&](std::uint64_t& seen) { return ll_try_load(pkt, f, &p, &seen); },
+                              c.name, c.world(m),
+                              ch.ll.offset + static_cast<std::uint64_t>(reinterpret_cast<const char*>(pkt) - ll_local),
+                              Cmp::Eq, f, c.site);
+    return p;
+  };
+
+  if constexpr (!std::is_same_v<Op, CopyOp>) {
+    // AllReduce / Reduce / ReduceScatter: out = op over members, in team order.
+    const bool rs = a.kind == CollKind::ReduceScatter;
+    const bool rooted = a.kind == CollKind::Reduce;
+    for (int k = 1; k < n; ++k) {
+      const int m = (me + k) % n;
+      if (rooted && m != a.root) continue;
+      send(m, rs ? a.in + static_cast<std::size_t>(m) * a.in_stride : a.in, a.bytes);
+    }
+    if (rooted && me != a.root) return;
+    const char* mine = rs ? a.in + static_cast<std::size_t>(me) * a.in_stride : a.in;
+    const std::size_t U = units_of(a.bytes);
+    for (std::size_t u = c.tid(); u < U; u += c.nthreads()) {
+      Accum<T, Op> acc{};
+      for (int m = 0; m < n; ++m) {
+        const Pack p = m == me ? load_unit(mine, u, a.bytes) : recv(m, u);
+        if (m == 0) acc.init(p);
+        else acc.add(p);
+      }
+      store_unit(a.out, u, a.bytes, acc.out());
+    }
+  } else {
+    const bool a2a = a.kind == CollKind::AllToAll;
+    const bool bcast = a.kind == CollKind::Broadcast;
+    if (!bcast || me == a.root)
+      for (int k = 1; k < n; ++k) {
+        const int m = (me + k) % n;
+        send(m, a2a ? a.in + static_cast<std::size_t>(m) * a.in_stride : a.in, a.bytes);
+      }
+    const std::size_t U = units_of(a.bytes);
+    if (bcast) {
+      if (me == a.root) grid_copy(c, a.out, a.in, a.bytes);
+      else
+        for (std::size_t u = c.tid(); u < U; u += c.nthreads()) store_unit(a.out, u, a.bytes, recv(a.root, u));
+      return;
+    }
+    // AllGather / AllToAll: block m of out from member m.
+    for (int m = 0; m < n; ++m) {
+      char* dst = a.out + static_cast<std::size_t>(m) * a.out_stride;
+      if (m == me) {
+        grid_copy(c, dst, a2a ? a.in + static_cast<std::size_t>(me) * a.in_stride : a.in, a.bytes);
+        continue;
+      }
+      for (std::size_t u = c.tid(); u < U; u += c.nthreads()) store_unit(dst, u, a.bytes, recv(m, u));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// OneShot / TwoShot: peers' buffers read (and, TwoShot, written) directly.
+
+template <class Coop, class T, class Op>
+GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
+  const CollArgs& a = c.a;
+  const CollChannel& ch = c.cc.ch;
+  const int n = c.n, me = c.me;
+  const std::uint64_t in_off = c.heap_offset(a.in);
+  const std::uint64_t out_off = c.heap_offset(a.out);
+
+  // Ready: publish where my buffers are, then wait for everyone's. The group barrier first makes
+  // the group's own writes of the input (device-side callers) visible with the release.
+  c.g.sync();
+  for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size())) {
+    if (k == me) continue;
+    std::uint64_t* slot = c.cc.dc.peer_ptr(ch.addr + static_cast<std::ptrdiff_t>(2 * (std::size_t{c.w} * ch.slots + c.slot(me))), c.world(k));
+    dev::atomic_store(slot, in_off, dev::Order::Relaxed);
+    dev::atomic_store(slot + 1, out_off, dev::Order::Relaxed);
+    c.signal(c.flag(ch.head, me), progress(c.epoch(k), 1), k);
+  }
+  for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size()))
+    if (k != me) c.wait_ge(c.flag(ch.head, k), progress(c.epoch(k), 1), k);
+  c.g.sync();
+
+  // Member m's input (which = 0) or output (1) base as this rank addresses it; nullptr when m's
+  // is not in the heap (then the call fails on every rank that needs it instead of hanging).
+  // The offsets are read once per thread; members beyond kCache are looked up on every use.
+  const std::uint64_t* addr = c.cc.dc.local(ch.addr);
+  auto lookup = [&](int m, int which) -> char* {
+    if (m == me) return which == 0 ? const_cast<char*>(a.in) : a.out;
+    const std::uint64_t off = dev::atomic_load(
+        const_cast<std::uint64_t*>(addr + 2 * (std::size_t{c.w} * ch.slots + c.slot(m)) + which), dev::Order::Relaxed);
+    return off == kNotInHeap ? nullptr : c.peer_at(m, off);
+  };
+  constexpr int kCache = 8;
+  char* in_cache[kCache];
+  char* out_cache[kCache];
+  for (int m = 0; m < n && m < kCache; ++m) {
+    in_cache[m] = lookup(m, 0);
+    out_cache[m] = lookup(m, 1);
+  }
+  auto peer_buf = [&](int m, int which) -> char* {
+    char* p = m < kCache ? (which == 0 ? in_cache[m] : out_cache[m]) : lookup(m, which);
+    if (!p && c.st == Status::Ok && c.g.leader()) c.fail(Status::InvalidArgument, m, kNotInHeap, 0, 0);
+    if (!p) c.st = Status::InvalidArgument;
+    return p;
+  };
+  // In place, peers may still read the input this rank overwrites: OneShot AllReduce writes a
+  // temporary (the channel's output staging) and copies it out after everyone is done reading.
+  const bool temp = !twoshot && a.kind == CollKind::AllReduce && a.out == a.in;
+  char* dst = temp ? c.cc.dc.local(ch.stage_out) : a.out;
+  if (temp && a.bytes > ch.stage_bytes && c.st == Status::Ok)
+    c.fail(Status::InvalidArgument, -1, kNotInHeap, a.bytes, ch.stage_bytes);
+  // Peers read every input except non-roots' in a broadcast; TwoShot writes every output except
+  // non-roots' in a reduce.
+  if (in_off == kNotInHeap && c.st == Status::Ok && !(a.kind == CollKind::Broadcast && me != a.root))
+    c.fail(Status::InvalidArgument, -1, kNotInHeap, 0, 0);
+  if (twoshot && out_off == kNotInHeap && c.st == Status::Ok && !(a.kind == CollKind::Reduce && me != a.root))
+    c.fail(Status::InvalidArgument, -1, kNotInHeap, 0, 0);
+
+  const std::size_t U = units_of(a.bytes);
+  // OneShot: this worker's share of all units; TwoShot: its share of chunk `me` (1/n of them).
+  std::size_t lo = 0, hi = U;
+  if (twoshot) {
+    lo = part_begin(U, n, me);
+    hi = part_begin(U, n, me + 1);
+  }
+  const std::size_t ub = lo + part_begin(hi - lo, c.W, c.w), ue = lo + part_begin(hi - lo, c.W, c.w + 1);
+  if (c.st == Status::Ok) {
+    if constexpr (!std::is_same_v<Op, CopyOp>) {
+      const std::size_t block = a.kind == CollKind::ReduceScatter ? static_cast<std::size_t>(me) * a.in_stride : 0;
+      const bool reduce_here = twoshot || a.kind != CollKind::Reduce || me == a.root;
+      // Where the result goes: OneShot into dst; TwoShot AllReduce into every output; TwoShot
+      // Reduce into the root's.
+      char* root_out = twoshot && a.kind == CollKind::Reduce ? peer_buf(a.root, 1) : nullptr;
+      const bool push_all = twoshot && a.kind == CollKind::AllReduce;
+      if (reduce_here && c.st == Status::Ok)
+        for (std::size_t u = ub + c.g.rank(); u < ue; u += c.g.size()) {
+          Accum<T, Op> acc{};
+          constexpr int kBatch = 8;  // loads in flight before reducing them in order
+          Pack p[kBatch];
+          for (int m0 = 0; m0 < n; m0 += kBatch) {
+            const int cnt = n - m0 < kBatch ? n - m0 : kBatch;
+            for (int j = 0; j < cnt; ++j) {
+              const char* src = peer_buf(m0 + j, 0);
+              p[j] = src ? load_unit(src + block, u, a.bytes) : Pack{0, 0};
+            }
+            for (int j = 0; j < cnt; ++j) {
+              if (m0 + j == 0) acc.init(p[j]);
+              else acc.add(p[j]);
+            }
+          }
+          const Pack r = acc.out();
+          if (!twoshot) {
+            store_unit(dst, u, a.bytes, r);
+          } else if (root_out) {
+            store_unit(root_out, u, a.bytes, r);
+          } else if (push_all) {
+            for (int k = 0; k < n; ++k) {
+              char* o = peer_buf((me + k) % n, 1);
+              if (o) store_unit(o, u, a.bytes, r);
+            }
+          }
+        }
+    } else if (a.kind == CollKind::Broadcast) {
+      const char* src = peer_buf(a.root, 0);
+      if (src && twoshot) {  // fetch chunk `me` from the root, store it into every output
+        for (std::size_t u = ub + c.g.rank(); u < ue; u += c.g.size()) {
+          const Pack v = load_unit(src, u, a.bytes);
+          for (int k = 0; k < n; ++k) {
+            char* o = peer_buf((me + k) % n, 1);
+            if (o && o != src) store_unit(o, u, a.bytes, v);
+          }
+        }
+      } else if (src && a.out != src) {
+        for (std::size_t u = ub + c.g.rank(); u < ue; u += c.g.size())
+          store_unit(a.out, u, a.bytes, load_unit(src, u, a.bytes));
+      }
+    } else {  // AllGather / AllToAll: block m of out from member m
+      const bool a2a = a.kind == CollKind::AllToAll;
+      for (int k = 0; k < n; ++k) {
+        const int m = (me + k) % n;
+        const char* src = peer_buf(m, 0);
+        if (!src) continue;
+        src += a2a ? static_cast<std::size_t>(me) * a.in_stride : 0;
+        char* o = a.out + static_cast<std::size_t>(m) * a.out_stride;
+        if (o == src) continue;
+        for (std::size_t u = ub + c.g.rank(); u < ue; u += c.g.size()) store_unit(o, u, a.bytes, load_unit(src, u, a.bytes));
+      }
+    }
+  }
+
+  // Done: this worker finished reading (and writing) the peers' buffers; wait until every peer
+  // has finished with this rank's.
+  c.g.sync();
+  for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size()))
+    if (k != me) c.signal(c.flag(ch.head, me), progress(c.epoch(k), 2), k);
+  for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size()))
+    if (k != me) c.wait_ge(c.flag(ch.head, k), progress(c.epoch(k), 2), k);
+  c.g.sync();
+  if (temp && c.st == Status::Ok)
+    for (std::size_t u = ub + c.g.rank(); u < ue; u += c.g.size()) store_unit(a.out, u, a.bytes, load_unit(dst, u, a.bytes));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ring: pipes through the peers' scratch with flow control.
+
+/// The sending end of this worker's pipe to member d: message i goes into sub-slot i % depth of
+/// this rank's area in d's scratch once d consumed message i - depth.
+template <class Coop>
+struct PipeOut {
+  CollCall<Coop>* c = nullptr;
+  int d = 0;
+  std::uint64_t e = 0, sent = 0;
+  char* base = nullptr;
+  GNIO_HD PipeOut(CollCall<Coop>& call, int dst) : c(&call), d(dst), e(call.epoch(dst)) {
+    const CollChannel& ch = call.cc.ch;
+    base = call.cc.dc.peer_ptr(ch.pipe, call.world(dst)) +
+           ((static_cast<std::uint64_t>(call.slot(call.me)) * ch.max_blocks + call.w) * ch.pipe_depth) * ch.pipe_chunk;
+  }
+  /// Waits for room; the slot of the next message.
+  GNIO_HD char* acquire() {
+    const CollChannel& ch = c->cc.ch;
+    if (sent >= ch.pipe_depth) c->wait_ge(c->flag(ch.tail, d), progress(e, sent - ch.pipe_depth + 1), d);
+    return base + (sent % ch.pipe_depth) * ch.pipe_chunk;
+  }
+  /// After the group barrier that follows the writes: publishes the message.
+  GNIO_HD void post() {
+    ++sent;
+    if (c->g.leader()) c->signal(c->flag(c->cc.ch.head, c->me), progress(e, sent), d);
+  }
+  /// Waits until d consumed every message (so the next call starts with an empty pipe).
+  GNIO_HD void drain() {
+    if (sent) c->wait_ge(c->flag(c->cc.ch.tail, d), progress(e, sent), d);
+  }
+};
+
+/// The receiving end of this worker's pipe from member s.
+template <class Coop>
+struct PipeIn {
+  CollCall<Coop>* c = nullptr;
+  int s = 0;
+  std::uint64_t e = 0, got = 0;
+  const char* base = nullptr;
+  GNIO_HD PipeIn(CollCall<Coop>& call, int src) : c(&call), s(src), e(call.epoch(src)) {
+    const CollChannel& ch = call.cc.ch;
+    base = call.cc.dc.local(ch.pipe) +
+           ((static_cast<std::uint64_t>(call.slot(src)) * ch.max_blocks + call.w) * ch.pipe_depth) * ch.pipe_chunk;
+  }
+  /// Waits for the next message; its slot.
+  GNIO_HD const char* wait() {
+    c->wait_ge(c->flag(c->cc.ch.head, s), progress(e, got + 1), s);
+    return base + (got % c->cc.ch.pipe_depth) * c->cc.ch.pipe_chunk;
+  }
+  /// After the group barrier that follows the reads: frees the slot.
+  GNIO_HD void release() {
+    ++got;
+    if (c->g.leader()) c->signal(c->flag(c->cc.ch.tail, c->me), progress(e, got), s);
+  }
+};
+
+/// A segment of a ring: `valid` bytes at `in` (this rank's input) and `out`.
+struct Seg {
+  const char* in;
+  char* out;
+  std::size_t valid;
+};
+
+template <class Coop, class T, class Op>
+GNIO_HD void ring_exec(CollCall<Coop>& c) {
+  const CollArgs& a = c.a;
+  const CollChannel& ch = c.cc.ch;
+  const int n = c.n, me = c.me;
+  const std::size_t cu = ch.pipe_chunk / kUnit;  // units per message
+  const unsigned gr = c.g.rank(), gs = c.g.size();
+
+  if (a.kind == CollKind::AllToAllV || a.kind == CollKind::AllToAll) {
+    // Pairwise pipes: step (j, k) sends slice j of the block for me+k, then receives slice j of
+    // the block from me-k.
+    const std::uint64_t* t = a.a2av;
+    auto send_bytes = [&](int m) {
+      return a.kind == CollKind::AllToAll ? a.bytes : static_cast<std::size_t>(t[m]) * a.elem_size;
+    };
+    auto recv_bytes = [&](int m) {
+      return a.kind == CollKind::AllToAll ? a.bytes : static_cast<std::size_t>(t[2 * n + m]) * a.elem_size;
+    };
+    auto send_ptr = [&](int m) {
+      return a.in + (a.kind == CollKind::AllToAll ? static_cast<std::size_t>(m) * a.in_stride
+                                                  : static_cast<std::size_t>(t[n + m]) * a.elem_size);
+    };
+    auto recv_ptr = [&](int m) {
+      return a.out + (a.kind == CollKind::AllToAll ? static_cast<std::size_t>(m) * a.out_stride
+                                                   : static_cast<std::size_t>(t[3 * n + m]) * a.elem_size);
+    };
+    auto slices = [&](std::size_t bytes) {
+      const std::size_t U = units_of(bytes);
+      const std::size_t L = part_begin(U, c.W, c.w + 1) - part_begin(U, c.W, c.w);
+      return (L + cu - 1) / cu;
+    };
+    {  // my own block
+      const std::size_t bytes = send_bytes(me);
+      const std::size_t U = units_of(bytes);
+      std::size_t b, e;
+      c.my_units(U, &b, &e);
+      const char* s = send_ptr(me);
+      char* d = recv_ptr(me);
+      if (s != d)
+        for (std::size_t u = b + gr; u < e; u += gs) store_unit(d, u, bytes, load_unit(s, u, bytes));
+    }
+    std::size_t jmax = 0;
+    for (int m = 0; m < n; ++m) {
+      if (m == me) continue;
+      const std::size_t s1 = slices(send_bytes(m)), s2 = slices(recv_bytes(m));
+      jmax = s1 > jmax ? s1 : jmax;
+      jmax = s2 > jmax ? s2 : jmax;
+    }
+    for (std::size_t j = 0; j < jmax; ++j) {
+      for (int k = 1; k < n; ++k) {
+        const int d = (me + k) % n, s = mod(me - k, n);
+        {  // send slice j to d
+          const std::size_t bytes = send_bytes(d);
+          if (j < slices(bytes)) {
+            PipeOut<Coop> po(c, d);
+            po.sent = j;
+            const std::size_t U = units_of(bytes);
+            const std::size_t lo = part_begin(U, c.W, c.w) + j * cu;
+            const std::size_t hi0 = lo + cu, hi1 = part_begin(U, c.W, c.w + 1);
+            const std::size_t hi = hi0 < hi1 ? hi0 : hi1;
+            char* slot = po.acquire();
+            const char* src = send_ptr(d);
+            for (std::size_t u = lo + gr; u < hi; u += gs) store_pack(slot + (u - lo) * kUnit, load_unit(src, u, bytes));
+            c.g.sync();
+            po.post();
+          }
+        }
+        {  // receive slice j from s
+          const std::size_t bytes = recv_bytes(s);
+          if (j < slices(bytes)) {
+            PipeIn<Coop> pi(c, s);
+            pi.got = j;
+            const std::size_t U = units_of(bytes);
+            const std::size_t lo = part_begin(U, c.W, c.w) + j * cu;
+            const std::size_t hi0 = lo + cu, hi1 = part_begin(U, c.W, c.w + 1);
+            const std::size_t hi = hi0 < hi1 ? hi0 : hi1;
+            const char* slot = pi.wait();
+            char* dst = recv_ptr(s);
+            for (std::size_t u = lo + gr; u < hi; u += gs) store_unit(dst, u, bytes, load_pack(slot + (u - lo) * kUnit));
+            c.g.sync();
+            pi.release();
+          }
+        }
+      }
+    }
+    for (int k = 1; k < n; ++k) {
+      const int d = (me + k) % n;
+      PipeOut<Coop> po(c, d);
+      po.sent = slices(send_bytes(d));
+      po.drain();
+    }
+    return;
+  }
+
+  // Segments: AllReduce splits the buffer into n; ReduceScatter / AllGather use the blocks.
+  // Broadcast and Reduce are chains through the ring with one segment.
+  const bool chain = a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce;
+  const std::size_t U = units_of(a.bytes);
+  const std::size_t useg = chain ? U : a.kind == CollKind::AllReduce ? (U + n - 1) / n : U;
+  auto seg = [&](int s) -> Seg {
+    switch (a.kind) {
+      case CollKind::AllReduce: {
+        const std::size_t off = static_cast<std::size_t>(s) * useg * kUnit;
+        const std::size_t valid = off >= a.bytes ? 0 : (a.bytes - off < useg * kUnit ? a.bytes - off : useg * kUnit);
+        return {a.in + (off < a.bytes ? off : 0), a.out + (off < a.bytes ? off : 0), valid};
+      }
+      case CollKind::ReduceScatter:
+        return {a.in + static_cast<std::size_t>(s) * a.in_stride, a.out, a.bytes};
+      case CollKind::AllGather:
+        return {a.in, a.out + static_cast<std::size_t>(s) * a.out_stride, a.bytes};
+      default:
+        return {a.in, a.out, a.bytes};
+    }
+  };
+  // This worker's units of every segment, sliced into messages.
+  const std::size_t wlo = part_begin(useg, c.W, c.w), whi = part_begin(useg, c.W, c.w + 1);
+  const std::size_t nslices = (whi - wlo + cu - 1) / cu;
+  auto slice = [&](std::size_t j, std::size_t* lo, std::size_t* hi) {
+    *lo = wlo + j * cu;
+    *hi = *lo + cu < whi ? *lo + cu : whi;
+  };
+
+  const int right = (me + 1) % n, left = mod(me - 1, n);
+  PipeOut<Coop> po(c, right);
+  PipeIn<Coop> pi(c, left);
+
+  // One step on slice j: optionally receive (from left), combine with this rank's segment `mine`,
+  // store into `store`, send (to right).
+  enum : unsigned { kRecv = 1, kMine = 2, kStore = 4, kSend = 8 };
+  auto step = [&](std::size_t j, unsigned what, const Seg& mine, const Seg& store) {
+    std::size_t lo, hi;
+    slice(j, &lo, &hi);
+    const char* rslot = (what & kRecv) ? pi.wait() : nullptr;
+    char* sslot = (what & kSend) ? po.acquire() : nullptr;
+    if (c.st == Status::Ok)
+      for (std::size_t u = lo + gr; u < hi; u += gs) {
+        Pack v;
+        if constexpr (!std::is_same_v<Op, CopyOp>) {
+          if ((what & kRecv) && (what & kMine)) {
+            Accum<T, Op> acc{};
+            acc.init(load_pack(rslot + (u - lo) * kUnit));
+            acc.add(load_unit(mine.in, u, mine.valid));
+            v = acc.out();
+          } else if (what & kRecv) {
+            v = load_pack(rslot + (u - lo) * kUnit);
+          } else {
+            v = load_unit(mine.in, u, mine.valid);
+          }
+        } else {
+          v = (what & kRecv) ? load_pack(rslot + (u - lo) * kUnit) : load_unit(mine.in, u, mine.valid);
+        }
+        if (what & kStore) store_unit(store.out, u, store.valid, v);
+        if (what & kSend) store_pack(sslot + (u - lo) * kUnit, v);
+      }
+    c.g.sync();
+    if (what & kSend) po.post();
+    if (what & kRecv) pi.release();
+  };
+
+  for (std::size_t j = 0; j < nslices; ++j) {
+    switch (a.kind) {
+      case CollKind::AllReduce:
+      case CollKind::ReduceScatter: {
+        const bool ar = a.kind == CollKind::AllReduce;
+        step(j, kMine | kSend, seg(mod(me - 1, n)), Seg{});
+        for (int k = 1; k < n; ++k) {
+          const Seg s = seg(mod(me - 1 - k, n));
+          if (k < n - 1) step(j, kRecv | kMine | kSend, s, Seg{});
+          else step(j, kRecv | kMine | kStore | (ar ? kSend : 0u), s, s);  // s is segment me
+        }
+        if (ar)
+          for (int k = 1; k < n; ++k) {
+            const Seg s = seg(mod(me - k, n));
+            step(j, kRecv | kStore | (k < n - 1 ? kSend : 0u), s, s);
+          }
+        break;
+      }
+      case CollKind::AllGather: {
+        const Seg own = seg(me);
+        step(j, kMine | kSend | (own.out != own.in ? kStore : 0u), own, own);
+        for (int k = 1; k < n; ++k) {
+          const Seg s = seg(mod(me - k, n));
+          step(j, kRecv | kStore | (k < n - 1 ? kSend : 0u), s, s);
+        }
+        break;
+      }
+      case CollKind::Broadcast: {
+        const int p = mod(me - a.root, n);
+        const Seg s = seg(0);
+        if (p == 0) step(j, kMine | kSend | (s.out != s.in ? kStore : 0u), s, s);
+        else step(j, kRecv | kStore | (p < n - 1 ? kSend : 0u), s, s);
+        break;
+      }
+      default: {  // Reduce: chain root+1 -> ... -> root
+        const int q = mod(me - a.root - 1, n);
+        const Seg s = seg(0);
+        if (q == 0) step(j, kMine | kSend, s, s);
+        else if (q < n - 1) step(j, kRecv | kMine | kSend, s, s);
+        else step(j, kRecv | kMine | kStore, s, s);
+        break;
+      }
+    }
+  }
+  po.drain();
+}
+
+/// n == 1: the result is the input.
+template <class Coop>
+GNIO_HD void self_exec(CollCall<Coop>& c) {
+  const CollArgs& a = c.a;
+  if (a.kind == CollKind::AllToAllV) {
+    const std::uint64_t* t = a.a2av;
+    grid_copy(c, a.out + t[3] * a.elem_size, a.in + t[1] * a.elem_size, t[0] * a.elem_size);
+  } else {
+    grid_copy(c, a.out, a.in, a.bytes);
+  }
+}
+
+/// End of a call on this worker: the last worker stores the new epochs and tells every peer this
+/// rank is done with the call (the LL credit).
+template <class Coop>
+GNIO_HD void finish(CollCall<Coop>& c) {
+  c.g.sync();
+  if (c.g.leader()) {
+    bool last = true;
+    if (c.W > 1) {
+      std::uint32_t* done = c.cc.dc.local(c.cc.ch.done);
+      last = dev::atomic_fetch_add(done, 1u, dev::Order::AcqRel) == c.W - 1;
+      if (last) dev::atomic_store(done, 0u, dev::Order::Relaxed);
+    }
+    if (last) {
+      std::uint64_t* epochs = c.cc.dc.local(c.cc.ch.epoch);
+      for (int m = 0; m < c.n; ++m) {
+        if (m == c.me) continue;
+        const std::uint64_t e = c.epoch(m);
+        c.signal(c.cc.ch.credit + c.slot(c.me), e, m);
+        epochs[c.slot(m)] = e;
+      }
+    }
+  }
+  c.g.sync();
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Algorithm choice
+
+GNIO_HD inline bool CollComm::supports(CollAlgo algo, const detail::CollArgs& a) const {
+  switch (algo) {
+    case CollAlgo::Auto: return true;
+    case CollAlgo::Ring: return true;
+    case CollAlgo::LL: return a.kind != CollKind::AllToAllV && a.bytes <= ch.ll_slot_bytes / 2;
+    case CollAlgo::OneShot: return a.kind != CollKind::AllToAllV;
+    case CollAlgo::TwoShot:
+      return a.kind == CollKind::AllReduce || a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce;
+  }
+  return false;
+}
+
+GNIO_HD inline CollAlgo CollComm::choose(const detail::CollArgs& a) const {
+  if (a.kind == CollKind::AllToAllV) return CollAlgo::Ring;
+  const std::uint64_t n = static_cast<std::uint64_t>(team.size > 0 ? team.size : 1);
+  // The larger of this rank's input and output.
+  const bool gathered = a.kind == CollKind::AllGather || a.kind == CollKind::ReduceScatter ||
+                        a.kind == CollKind::AllToAll;
+  const std::uint64_t total = gathered ? a.bytes * n : a.bytes;
+  if (total <= ll_max && supports(CollAlgo::LL, a)) return CollAlgo::LL;
+  if (a.kind == CollKind::AllReduce || a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce)
+    return total <= oneshot_max ? CollAlgo::OneShot : CollAlgo::TwoShot;
+  return CollAlgo::OneShot;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execution
+
+template <class Coop, class T, class Op>
+GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned W, CallSite site) const {
+  detail::CollArgs a = args;
+  if (a.algo == CollAlgo::Auto) a.algo = choose(a);
+  detail::CollCall<Coop> c(*this, a, w, W, site);
+  // Arguments every rank checks the same way (no waits have started: nothing to undo).
+  if (!team.contains_me() || team.size < 1) {
+    if (c.g.leader()) c.fail(Status::InvalidArgument, -1, 0, 0, 0);
+    return Status::InvalidArgument;
+  }
+  if (W == 0 || W > ch.max_blocks || !supports(a.algo, a) ||
+      ((a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce) && (a.root < 0 || a.root >= team.size))) {
+    if (c.g.leader()) c.fail(Status::InvalidArgument, -1, detail::kNotInHeap, W, ch.max_blocks);
+    return Status::InvalidArgument;
+  }
+  for (int m = 0; m < team.size; ++m)
+    if (c.slot(m) < 0) {  // not load/store accessible (another node): no transport yet
+      if (c.g.leader()) c.fail(Status::Unsupported, m, detail::kNotInHeap, 0, 0);
+      return Status::Unsupported;
+    }
+  if (team.size == 1) {
+    detail::self_exec(c);
+    c.g.sync();
+    return Status::Ok;
+  }
+  switch (a.algo) {
+    case CollAlgo::LL: detail::ll_exec<Coop, T, Op>(c); break;
+    case CollAlgo::OneShot: detail::direct_exec<Coop, T, Op>(c, false); break;
+    case CollAlgo::TwoShot: detail::direct_exec<Coop, T, Op>(c, true); break;
+    default: detail::ring_exec<Coop, T, Op>(c); break;
+  }
+  detail::finish(c);
+  return c.st;
+}
+
+template <class Coop, class T, class Op>
+GNIO_HD Status CollComm::allreduce(const T* send, T* recv, std::size_t count, Op, CollAlgo algo,
+                                   CallSite site) const {
+  detail::CollArgs a;
+  a.kind = CollKind::AllReduce;
+  a.algo = algo;
+  a.in = reinterpret_cast<const char*>(send);
+  a.out = reinterpret_cast<char*>(recv);
+  a.bytes = count * sizeof(T);
+  if (count == 0) return Status::Ok;
+  return run<Coop, T, Op>(a, 0, 1, site);
+}
+
+template <class Coop, class T, class Op>
+GNIO_HD Status CollComm::reduce_scatter(const T* send, T* recv, std::size_t recvcount, Op,
+                                        CollAlgo algo, CallSite site) const {
+  detail::CollArgs a;
+  a.kind = CollKind::ReduceScatter;
+  a.algo = algo;
+  a.in = reinterpret_cast<const char*>(send);
+  a.out = reinterpret_cast<char*>(recv);
+  a.bytes = recvcount * sizeof(T);
+  a.in_stride = a.bytes;
+  if (recvcount == 0) return Status::Ok;
+  return run<Coop, T, Op>(a, 0, 1, site);
+}
+
+template <class Coop, class T>
+GNIO_HD Status CollComm::allgather(const T* send, T* recv, std::size_t sendcount, CollAlgo algo,
+                                   CallSite site) const {
+  detail::CollArgs a;
+  a.kind = CollKind::AllGather;
+  a.algo = algo;
+  a.in = reinterpret_cast<const char*>(send);
+  a.out = reinterpret_cast<char*>(recv);
+  a.bytes = sendcount * sizeof(T);
+  a.out_stride = a.bytes;
+  if (sendcount == 0) return Status::Ok;
+  return run<Coop, std::uint8_t, detail::CopyOp>(a, 0, 1, site);
+}
+
+template <class Coop, class T>
+GNIO_HD Status CollComm::broadcast(const T* send, T* recv, std::size_t count, int root,
+                                   CollAlgo algo, CallSite site) const {
+  detail::CollArgs a;
+  a.kind = CollKind::Broadcast;
+  a.algo = algo;
+  a.in = reinterpret_cast<const char*>(send);
+  a.out = reinterpret_cast<char*>(recv);
+  a.bytes = count * sizeof(T);
+  a.root = root;
+  if (count == 0) return Status::Ok;
+  return run<Coop, std::uint8_t, detail::CopyOp>(a, 0, 1, site);
+}
+
+template <class Coop, class T, class Op>
+GNIO_HD Status CollComm::reduce(const T* send, T* recv, std::size_t count, Op, int root,
+                                CollAlgo algo, CallSite site) const {
+  detail::CollArgs a;
+  a.kind = CollKind::Reduce;
+  a.algo = algo;
+  a.in = reinterpret_cast<const char*>(send);
+  a.out = reinterpret_cast<char*>(recv);
+  a.bytes = count * sizeof(T);
+  a.root = root;
+  if (count == 0) return Status::Ok;
+  return run<Coop, T, Op>(a, 0, 1, site);
+}
+
+template <class Coop, class T>
+GNIO_HD Status CollComm::alltoall(const T* send, T* recv, std::size_t count, CollAlgo algo,
+                                  CallSite site) const {
+  detail::CollArgs a;
+  a.kind = CollKind::AllToAll;
+  a.algo = algo;
+  a.in = reinterpret_cast<const char*>(send);
+  a.out = reinterpret_cast<char*>(recv);
+  a.bytes = count * sizeof(T);
+  a.in_stride = a.out_stride = a.bytes;
+  if (count == 0) return Status::Ok;
+  return run<Coop, std::uint8_t, detail::CopyOp>(a, 0, 1, site);
+}
+
+template <class Coop, class T>
+GNIO_HD Status CollComm::alltoallv(const T* send, T* recv, const std::uint64_t* table,
+                                   CollAlgo algo, CallSite site) const {
+  detail::CollArgs a;
+  a.kind = CollKind::AllToAllV;
+  a.algo = algo;
+  a.in = reinterpret_cast<const char*>(send);
+  a.out = reinterpret_cast<char*>(recv);
+  a.elem_size = sizeof(T);
+  a.a2av = table;
+  return run<Coop, std::uint8_t, detail::CopyOp>(a, 0, 1, site);
+}
+
+}  // namespace gnio

@@ -1,0 +1,664 @@
+// Host collectives: argument checks, the per-communicator channel state, algorithm choice,
+// chunking and staging, and the launch of the kernels in coll_kernels.hpp.
+#include "gnio/coll.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/fail.hpp"
+#include "coll/coll_kernels.hpp"
+#include "core/comm_impl.hpp"
+#include "gnio/config.hpp"
+#include "gnio/log.hpp"
+
+namespace gnio {
+
+namespace {
+constexpr const char* kKindNames[kCollKindCount] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
+                                                    "reduce",    "alltoall",       "alltoallv"};
+constexpr const char* kAlgoNames[kCollAlgoCount] = {"auto", "ll", "oneshot", "twoshot", "ring"};
+}  // namespace
+
+const char* to_string(DataType t) noexcept {
+  switch (t) {
+    case DataType::F32: return "f32";
+    case DataType::F16: return "f16";
+    case DataType::BF16: return "bf16";
+    case DataType::F64: return "f64";
+    case DataType::I32: return "i32";
+    case DataType::I64: return "i64";
+    case DataType::U8: return "u8";
+    case DataType::F8E4M3: return "f8e4m3";
+    case DataType::F8E5M2: return "f8e5m2";
+  }
+  return "?";
+}
+
+const char* to_string(RedOp op) noexcept {
+  switch (op) {
+    case RedOp::Sum: return "sum";
+    case RedOp::Prod: return "prod";
+    case RedOp::Min: return "min";
+    case RedOp::Max: return "max";
+    case RedOp::BitAnd: return "and";
+    case RedOp::BitOr: return "or";
+    case RedOp::BitXor: return "xor";
+  }
+  return "?";
+}
+
+const char* to_string(CollAlgo a) noexcept {
+  const int i = static_cast<int>(a);
+  return i >= 0 && i < kCollAlgoCount ? kAlgoNames[i] : "?";
+}
+
+const char* to_string(CollKind k) noexcept {
+  const int i = static_cast<int>(k);
+  return i >= 0 && i < kCollKindCount ? kKindNames[i] : "?";
+}
+
+namespace detail {
+namespace {
+
+/// Does collective `k` have algorithm `a`?
+bool kind_has(CollKind k, CollAlgo a) {
+  switch (a) {
+    case CollAlgo::Auto:
+    case CollAlgo::Ring: return true;
+    case CollAlgo::LL:
+    case CollAlgo::OneShot: return k != CollKind::AllToAllV;
+    case CollAlgo::TwoShot:
+      return k == CollKind::AllReduce || k == CollKind::Broadcast || k == CollKind::Reduce;
+  }
+  return false;
+}
+
+/// The forced algorithm of every collective (Auto = choose by size).
+struct AlgoTable {
+  CollAlgo forced[kCollKindCount] = {};
+};
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+AlgoTable parse_algorithms(const std::string& spec, const char* source) {
+  AlgoTable t;
+  std::size_t pos = 0;
+  while (pos <= spec.size()) {
+    const std::size_t comma = std::min(spec.find(',', pos), spec.size());
+    const std::string item = trim(spec.substr(pos, comma - pos));
+    pos = comma + 1;
+    if (item.empty()) continue;
+    const std::size_t colon = item.find(':');
+    const std::string kind_name = colon == std::string::npos ? "" : trim(item.substr(0, colon));
+    const std::string algo_name = trim(colon == std::string::npos ? item : item.substr(colon + 1));
+    int algo = -1;
+    for (int i = 0; i < kCollAlgoCount; ++i)
+      if (algo_name == kAlgoNames[i]) algo = i;
+    GNIO_REQUIRE(algo >= 0,
+                 "%s: '%s' is not an algorithm; use auto, ll, oneshot, twoshot or ring (optionally "
+                 "as collective:algorithm, comma-separated)",
+                 source, algo_name.c_str());
+    const CollAlgo a = static_cast<CollAlgo>(algo);
+    if (colon == std::string::npos) {
+      for (int k = 0; k < kCollKindCount; ++k)
+        if (kind_has(static_cast<CollKind>(k), a)) t.forced[k] = a;
+      continue;
+    }
+    int kind = -1;
+    for (int i = 0; i < kCollKindCount; ++i)
+      if (kind_name == kKindNames[i]) kind = i;
+    GNIO_REQUIRE(kind >= 0,
+                 "%s: '%s' is not a collective; use allreduce, reduce_scatter, allgather, broadcast, "
+                 "reduce, alltoall or alltoallv",
+                 source, kind_name.c_str());
+    GNIO_REQUIRE(kind_has(static_cast<CollKind>(kind), a),
+                 "%s: %s has no %s algorithm (twoshot: allreduce, broadcast, reduce; alltoallv: "
+                 "ring only)",
+                 source, kKindNames[kind], kAlgoNames[algo]);
+    t.forced[kind] = a;
+  }
+  return t;
+}
+
+/// GNIO_COLL_* settings, read once per communicator.
+struct CollConfig {
+  std::size_t scratch = 0;
+  std::size_t staging = 0;
+  unsigned depth = 2;
+  unsigned channels = 1;
+  unsigned blocks = 0;
+  unsigned threads = 0;
+  std::uint64_t ll_max = 0;
+  std::uint64_t oneshot_max = 0;
+};
+
+CollConfig read_config() {
+  CollConfig c;
+  c.scratch = config_size("GNIO_COLL_SCRATCH");
+  c.staging = config_size("GNIO_COLL_STAGING");
+  const long long depth = config_int("GNIO_COLL_PIPE_DEPTH");
+  const long long channels = config_int("GNIO_COLL_CHANNELS");
+  const long long blocks = config_int("GNIO_COLL_BLOCKS");
+  const long long threads = config_int("GNIO_COLL_THREADS");
+  c.ll_max = config_size("GNIO_COLL_LL_MAX");
+  c.oneshot_max = config_size("GNIO_COLL_ONESHOT_MAX");
+  GNIO_REQUIRE(c.scratch >= (64u << 10), "GNIO_COLL_SCRATCH=%zu: collectives need at least 64K of scratch", c.scratch);
+  GNIO_REQUIRE(c.staging >= (64u << 10), "GNIO_COLL_STAGING=%zu: collectives need at least 64K of staging", c.staging);
+  GNIO_REQUIRE(depth >= 2 && depth <= 64, "GNIO_COLL_PIPE_DEPTH=%lld is not in [2, 64]", depth);
+  GNIO_REQUIRE(channels >= 1 && channels <= 64, "GNIO_COLL_CHANNELS=%lld is not in [1, 64]", channels);
+  GNIO_REQUIRE(blocks >= 0 && blocks <= static_cast<long long>(kCollMaxBlocks),
+               "GNIO_COLL_BLOCKS=%lld is not in [0, %u]", blocks, kCollMaxBlocks);
+  GNIO_REQUIRE(threads == 0 || (threads >= 32 && threads <= 1024 && threads % 32 == 0),
+               "GNIO_COLL_THREADS=%lld is not 0 or a multiple of 32 in [32, 1024]", threads);
+  c.depth = static_cast<unsigned>(depth);
+  c.channels = static_cast<unsigned>(channels);
+  c.blocks = static_cast<unsigned>(blocks);
+  c.threads = static_cast<unsigned>(threads);
+  return c;
+}
+
+/// Slot sizes of a channel (the same on every rank: config and node size only).
+struct Geometry {
+  std::uint64_t ll_slot = 0;
+  std::uint64_t pipe_chunk = 0;
+};
+
+Geometry geometry(const CollConfig& c, std::size_t slots) {
+  Geometry g;
+  const std::size_t ll_area = c.scratch / 2, pipe_area = c.scratch - ll_area;
+  g.ll_slot = std::max<std::uint64_t>(kLLUnitBytes, (ll_area / (2 * slots)) & ~std::uint64_t{kLLUnitBytes - 1});
+  g.pipe_chunk = std::max<std::uint64_t>(kUnit, (pipe_area / (slots * kCollMaxBlocks * c.depth)) & ~std::uint64_t{kUnit - 1});
+  return g;
+}
+
+struct Channel {
+  std::uintptr_t key = 0;
+  bool host = false;
+  CollChannel dev;
+};
+
+class CollState {
+ public:
+  CollState() : cfg(read_config()), algos(parse_algorithms(config_text("GNIO_ALGO"), "GNIO_ALGO")) {}
+
+  const CollConfig cfg;
+  std::mutex mu;  // guards algos and channels
+  AlgoTable algos;
+  std::vector<Channel> channels;
+};
+
+CollState& state(CommImpl& impl) {
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  if (!impl.coll_state) impl.coll_state = std::make_shared<CollState>();
+  return *static_cast<CollState*>(impl.coll_state.get());
+}
+
+/// Allocates and clears a channel's buffers. Collective over all ranks.
+CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t id) {
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  const std::size_t slots = impl.node_ranks.size();
+  const std::size_t blocks = kCollMaxBlocks;
+  const Geometry geo = geometry(cfg, slots);
+  CollChannel ch;
+  ch.slots = static_cast<std::uint32_t>(slots);
+  ch.max_blocks = kCollMaxBlocks;
+  ch.pipe_depth = cfg.depth;
+  ch.ll_slot_bytes = geo.ll_slot;
+  ch.pipe_chunk = geo.pipe_chunk;
+  ch.stage_bytes = cfg.staging;
+  ch.id = id;
+  // Control words, cleared: epoch, credit, done, head, tail, addr.
+  const std::size_t n8 = slots * sizeof(std::uint64_t);
+  const std::size_t ctl_bytes = 2 * n8 + 64 + 2 * blocks * n8 + 2 * blocks * n8;
+  const SymPtr<char> ctl = impl.alloc_internal(ctl_bytes);
+  ch.epoch = ctl.cast<std::uint64_t>();
+  ch.credit = ctl.byte_offset<std::uint64_t>(n8);
+  ch.done = ctl.byte_offset<std::uint32_t>(2 * n8);
+  ch.head = ctl.byte_offset<std::uint64_t>(2 * n8 + 64);
+  ch.tail = ctl.byte_offset<std::uint64_t>(2 * n8 + 64 + blocks * n8);
+  ch.addr = ctl.byte_offset<std::uint64_t>(2 * n8 + 64 + 2 * blocks * n8);
+  // LL packets, cleared (a stale flag must never match); pipes and staging need no clearing.
+  ch.ll = impl.alloc_internal(2 * slots * geo.ll_slot);
+  auto alloc_raw = [&](std::size_t bytes) {
+    const std::uint64_t off = impl.heap->allocate(bytes, 256);
+    impl.internal_bytes += bytes;
+    return SymPtr<char>{impl.heap_id, 0, off};
+  };
+  ch.pipe = alloc_raw(slots * blocks * cfg.depth * geo.pipe_chunk);
+  ch.stage_in = alloc_raw(cfg.staging);
+  ch.stage_out = alloc_raw(cfg.staging);
+  // Every rank's words are clear before any peer can write into them.
+  impl.bootstrap->barrier();
+  GNIO_INFO(Coll,
+            "collective channel %u: %zu node ranks, LL slot %llu B, pipe %u x %llu B per peer and "
+            "block, staging 2 x %zu B",
+            id, slots, static_cast<unsigned long long>(geo.ll_slot), cfg.depth,
+            static_cast<unsigned long long>(geo.pipe_chunk), cfg.staging);
+  return ch;
+}
+
+/// The channel of `stream`, set up (collectively) on first use.
+CollChannel channel_for(CommImpl& impl, CollState& st, StreamRef stream) {
+  const bool host = stream.is_host();
+  const std::uintptr_t key = host ? reinterpret_cast<std::uintptr_t>(stream.host())
+                                  : reinterpret_cast<std::uintptr_t>(stream.cuda());
+  std::lock_guard<std::mutex> lock(st.mu);
+  for (const Channel& c : st.channels)
+    if (c.key == key && c.host == host) return c.dev;
+  const int rank = impl.bootstrap->rank();
+  GNIO_REQUIRE(st.channels.size() < st.cfg.channels,
+               "rank %d: this is stream number %zu used for collectives on this communicator, but "
+               "GNIO_COLL_CHANNELS allows %u; reuse streams or raise GNIO_COLL_CHANNELS (the same on "
+               "every rank)",
+               rank, st.channels.size() + 1, st.cfg.channels);
+  GNIO_REQUIRE(!coll_stream_capturing(stream),
+               "rank %d: the first collective on a stream sets up its channel with the other ranks "
+               "and cannot be captured into a CUDA graph; call gnio::coll_prepare(comm, stream) "
+               "before capturing",
+               rank);
+  Channel c;
+  c.key = key;
+  c.host = host;
+  c.dev = create_channel(impl, st.cfg, static_cast<std::uint32_t>(st.channels.size()));
+  st.channels.push_back(c);
+  return c.dev;
+}
+
+void check_stream(const Comm& comm, StreamRef stream) {
+  const bool host_backend = comm.backend() == Backend::Host;
+  GNIO_REQUIRE(stream.is_host() == host_backend,
+               "rank %d: a %s stream was given to a collective on a communicator of the %s backend; "
+               "use a gnio::Stream of this communicator",
+               comm.rank(), stream.is_host() ? "host-backend" : "CUDA", to_string(comm.backend()));
+  if (comm.nodes() > 1)
+    fail(ErrorClass::Unsupported,
+         "rank %d: collectives over %d nodes need the network transport, which is not there yet; "
+         "collectives run among the ranks of one node",
+         comm.rank(), comm.nodes());
+}
+
+CollComm make_coll_comm(const Comm& comm, const CollState& st, const CollChannel& ch, const Team& team) {
+  CollComm cc;
+  cc.dc = comm.device_comm();
+  cc.team = team;
+  cc.ch = ch;
+  cc.ll_max = st.cfg.ll_max;
+  cc.oneshot_max = st.cfg.oneshot_max;
+  return cc;
+}
+
+/// One host collective call.
+struct Request {
+  CollKind kind = CollKind::AllReduce;
+  DataType type = DataType::F32;
+  RedOp op = RedOp::Sum;
+  const char* send = nullptr;
+  char* recv = nullptr;
+  std::size_t count = 0;  ///< NCCL's count (per rank where NCCL says so); A2AV: unused
+  int root = 0;
+  std::span<const std::size_t> a2av[4];
+};
+
+bool reducing(CollKind k) {
+  return k == CollKind::AllReduce || k == CollKind::ReduceScatter || k == CollKind::Reduce;
+}
+/// Input (and output) hold one block per rank.
+bool gathered_in(CollKind k) { return k == CollKind::ReduceScatter || k == CollKind::AllToAll; }
+bool gathered_out(CollKind k) { return k == CollKind::AllGather || k == CollKind::AllToAll; }
+
+/// Largest byte count a call may describe (keeps every unit computation far from overflow).
+constexpr std::size_t kMaxBytes = std::size_t{1} << 50;
+
+/// Checks everything that can be checked before any effect; throws InvalidArgument.
+void validate(const Comm& comm, const Request& r) {
+  const int n = comm.size(), me = comm.rank();
+  const char* what = to_string(r.kind);
+  GNIO_REQUIRE(static_cast<unsigned>(r.type) < static_cast<unsigned>(kDataTypeCount),
+               "rank %d: %s: data type %d is not a gnio::DataType", me, what, static_cast<int>(r.type));
+  if (reducing(r.kind)) {
+    GNIO_REQUIRE(static_cast<unsigned>(r.op) < static_cast<unsigned>(kRedOpCount),
+                 "rank %d: %s: operator %d is not a gnio::RedOp", me, what, static_cast<int>(r.op));
+    GNIO_REQUIRE(!is_bitwise(r.op) || is_integer(r.type),
+                 "rank %d: %s: bitwise %s needs an integer type (i32, i64, u8), not %s; nothing was "
+                 "enqueued",
+                 me, what, to_string(r.op), to_string(r.type));
+  }
+  if (r.kind == CollKind::Broadcast || r.kind == CollKind::Reduce)
+    GNIO_REQUIRE(r.root >= 0 && r.root < n, "rank %d: %s: root %d is not a rank of [0, %d)", me, what,
+                 r.root, n);
+  const std::size_t es = size_of(r.type);
+  if (r.kind == CollKind::AllToAllV) {
+    GNIO_REQUIRE(n <= kMaxAlltoallvRanks,
+                 "rank %d: alltoallv over %d ranks; at most %d are supported", me, n, kMaxAlltoallvRanks);
+    static const char* kNames[4] = {"send_counts", "send_displs", "recv_counts", "recv_displs"};
+    bool any_send = false, any_recv = false;
+    for (int i = 0; i < 4; ++i)
+      GNIO_REQUIRE(r.a2av[i].size() == static_cast<std::size_t>(n),
+                   "rank %d: alltoallv: %s has %zu entries; it needs one per rank (%d)", me, kNames[i],
+                   r.a2av[i].size(), n);
+    for (int p = 0; p < n; ++p) {
+      const std::size_t sc = r.a2av[0][p], sd = r.a2av[1][p], rc = r.a2av[2][p], rd = r.a2av[3][p];
+      GNIO_REQUIRE(sc <= kMaxBytes / es && sd <= kMaxBytes / es && rc <= kMaxBytes / es && rd <= kMaxBytes / es,
+                   "rank %d: alltoallv: counts or displacements for rank %d are too large", me, p);
+      any_send |= sc > 0;
+      any_recv |= rc > 0;
+    }
+    GNIO_REQUIRE(!any_send || r.send, "rank %d: alltoallv: send is null but counts are not zero", me);
+    GNIO_REQUIRE(!any_recv || r.recv, "rank %d: alltoallv: recv is null but counts are not zero", me);
+    GNIO_REQUIRE(!(any_send && any_recv && r.send == r.recv),
+                 "rank %d: alltoallv cannot run in place (send == recv)", me);
+    return;
+  }
+  const std::size_t blocks = gathered_in(r.kind) || gathered_out(r.kind) ? static_cast<std::size_t>(n) : 1;
+  GNIO_REQUIRE(r.count <= kMaxBytes / es / blocks,
+               "rank %d: %s: count %zu of %s overflows (at most %zu elements in all)", me, what, r.count,
+               to_string(r.type), kMaxBytes / es / blocks);
+  if (r.count == 0) return;
+  const bool send_needed = !(r.kind == CollKind::Broadcast && me != r.root);
+  const bool recv_needed = !(r.kind == CollKind::Reduce && me != r.root);
+  GNIO_REQUIRE(!send_needed || r.send, "rank %d: %s: send is null with count %zu", me, what, r.count);
+  GNIO_REQUIRE(!recv_needed || r.recv, "rank %d: %s: recv is null with count %zu", me, what, r.count);
+  if (r.kind == CollKind::AllToAll)
+    GNIO_REQUIRE(r.send != r.recv, "rank %d: alltoall cannot run in place (send == recv)", me);
+}
+
+/// The whole call as one set of kernel arguments (before chunking).
+CollArgs full_args(const Comm& comm, const Request& r) {
+  const std::size_t es = size_of(r.type);
+  CollArgs a;
+  a.kind = r.kind;
+  a.in = r.send;
+  a.out = r.recv;
+  a.bytes = r.count * es;
+  a.root = r.root;
+  a.elem_size = static_cast<std::uint32_t>(es);
+  if (gathered_in(r.kind)) a.in_stride = a.bytes;
+  if (gathered_out(r.kind)) a.out_stride = a.bytes;
+  (void)comm;
+  return a;
+}
+
+CollAlgo resolve(CollState& st, const CollComm& cc, const CollArgs& full) {
+  CollAlgo a;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    a = st.algos.forced[static_cast<int>(full.kind)];
+  }
+  return a == CollAlgo::Auto ? cc.choose(full) : a;
+}
+
+/// Blocks and threads of one launch; the same on every rank for the same call.
+LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, const CollArgs& a, int n,
+                    std::uint64_t pipe_chunk) {
+  std::size_t work = units_of(a.bytes);
+  if (a.kind == CollKind::AllToAllV) work = 1u << 16;
+  else if (gathered_in(a.kind) || gathered_out(a.kind)) work *= static_cast<std::size_t>(n);
+  LaunchDims d;
+  if (host) {
+    // CPU threads: few, but two blocks whenever there is work for both (exercises the per-block
+    // flags and pipes exactly as on the GPU).
+    d.block = cfg.threads ? cfg.threads : 4;
+    d.grid = work >= 2 ? 2 : 1;
+  } else {
+    d.block = cfg.threads ? cfg.threads : 512;
+    auto clamp = [](std::size_t v, std::size_t hi) { return static_cast<unsigned>(std::max<std::size_t>(1, std::min(v, hi))); };
+    switch (algo) {
+      case CollAlgo::LL: d.grid = clamp((work + d.block - 1) / d.block, 16); break;
+      case CollAlgo::OneShot: d.grid = clamp((work + 2 * d.block - 1) / (2 * d.block), kCollMaxBlocks); break;
+      case CollAlgo::TwoShot:
+        d.grid = clamp((work / static_cast<std::size_t>(n) + d.block - 1) / d.block, kCollMaxBlocks);
+        break;
+      default: {
+        const std::size_t seg = a.kind == CollKind::AllReduce ? work / static_cast<std::size_t>(n) : units_of(a.bytes);
+        d.grid = clamp((seg + pipe_chunk / kUnit - 1) / (pipe_chunk / kUnit), 16);
+        break;
+      }
+    }
+  }
+  if (cfg.blocks) d.grid = cfg.blocks;
+  d.grid = std::min(d.grid, kCollMaxBlocks);
+  return d;
+}
+
+void launch_kernel(const Request& r, const CollLaunch& l) {
+  if (!reducing(r.kind)) {
+    coll_launch_copy(l);
+    return;
+  }
+  if (is_bitwise(r.op)) {
+    coll_launch_bits(r.op, l);
+    return;
+  }
+  switch (r.type) {
+    case DataType::F32: coll_launch_f32(r.op, l); break;
+    case DataType::F64: coll_launch_f64(r.op, l); break;
+    case DataType::F16: coll_launch_f16(r.op, l); break;
+    case DataType::BF16: coll_launch_bf16(r.op, l); break;
+    case DataType::F8E4M3:
+    case DataType::F8E5M2: coll_launch_fp8(r.type, r.op, l); break;
+    default: coll_launch_int(r.type, r.op, l); break;
+  }
+}
+
+/// True when [p, p + bytes) lies in this rank's symmetric heap.
+bool in_heap(const CommImpl& impl, const void* p, std::size_t bytes) {
+  const char* base = impl.heap->local_base();
+  const char* c = static_cast<const char*>(p);
+  return c >= base && static_cast<std::size_t>(c - base) <= impl.heap->mapped() &&
+         bytes <= impl.heap->mapped() - static_cast<std::size_t>(c - base);
+}
+
+void run(Comm& comm, const Request& r, StreamRef stream) {
+  validate(comm, r);
+  check_stream(comm, stream);
+  if (r.kind != CollKind::AllToAllV && r.count == 0) return;
+  CommImpl& impl = *comm.impl();
+  CollState& st = state(impl);
+  const CollChannel ch = channel_for(impl, st, stream);
+  const CollComm cc = make_coll_comm(comm, st, ch, impl.world);
+  const int n = comm.size(), me = comm.rank();
+  const bool host = stream.is_host();
+  const std::size_t es = size_of(r.type);
+  const CollArgs full = full_args(comm, r);
+  const CollAlgo algo = resolve(st, cc, full);
+
+  CollLaunch l;
+  l.cc = cc;
+  l.stream = stream;
+  if (r.kind == CollKind::AllToAllV) {
+    std::uint64_t table[4 * kMaxAlltoallvRanks] = {};
+    for (int i = 0; i < 4; ++i)
+      for (int p = 0; p < n; ++p) table[i * n + p] = r.a2av[i][static_cast<std::size_t>(p)];
+    l.args = full;
+    l.args.algo = CollAlgo::Ring;
+    l.a2av = table;
+    l.dims = dims_for(st.cfg, host, CollAlgo::Ring, l.args, n, ch.pipe_chunk);
+    launch_kernel(r, l);
+    return;
+  }
+
+  // Elements per launch: LL is bounded by its packet slot, OneShot/TwoShot by the staging area
+  // (the same bound on every rank, staged or not, so every rank launches the same kernels).
+  const bool direct = algo == CollAlgo::OneShot || algo == CollAlgo::TwoShot;
+  std::size_t cap = r.count;
+  if (algo == CollAlgo::LL) cap = ch.ll_slot_bytes / 2 / es;
+  if (direct) cap = ch.stage_bytes / es / (gathered_in(r.kind) ? static_cast<std::size_t>(n) : 1);
+  cap = std::max<std::size_t>(cap / (kUnit / es) * (kUnit / es), kUnit / es);  // whole units
+
+  // Which of this rank's buffers peers access (and so must be in the heap, or staged).
+  const bool in_shared = direct && !(r.kind == CollKind::Broadcast && me != r.root);
+  const bool out_shared = algo == CollAlgo::TwoShot && !(r.kind == CollKind::Reduce && me != r.root);
+  const std::size_t in_total = full.bytes * (gathered_in(r.kind) ? static_cast<std::size_t>(n) : 1);
+  const bool stage_in = in_shared && !in_heap(impl, r.send, in_total);
+  const bool stage_out = out_shared && !in_heap(impl, r.recv, full.bytes);
+  char* stage_in_ptr = comm.local(ch.stage_in);
+  char* stage_out_ptr = comm.local(ch.stage_out);
+  GNIO_TRACE(Coll, "%s of %zu x %s (%s) with %s on channel %u%s%s", to_string(r.kind), r.count,
+             to_string(r.type), reducing(r.kind) ? to_string(r.op) : "-", to_string(algo), ch.id,
+             stage_in ? ", input staged" : "", stage_out ? ", output staged" : "");
+
+  for (std::size_t c0 = 0; c0 < r.count; c0 += cap) {
+    const std::size_t c = std::min(cap, r.count - c0);
+    CollArgs a = full;
+    a.algo = algo;
+    a.bytes = c * es;
+    a.in = r.send ? r.send + c0 * es : nullptr;
+    a.out = r.recv ? r.recv + c0 * es : nullptr;
+    if (stage_in) {
+      if (gathered_in(r.kind)) {
+        for (int m = 0; m < n; ++m)
+          comm.copy(stage_in_ptr + static_cast<std::size_t>(m) * a.bytes, a.in + static_cast<std::size_t>(m) * full.in_stride,
+                    a.bytes, stream);
+        a.in_stride = a.bytes;
+      } else {
+        comm.copy(stage_in_ptr, a.in, a.bytes, stream);
+      }
+      a.in = stage_in_ptr;
+    }
+    char* user_out = a.out;
+    if (stage_out) a.out = stage_out_ptr;
+    l.args = a;
+    l.dims = dims_for(st.cfg, host, algo, a, n, ch.pipe_chunk);
+    launch_kernel(r, l);
+    if (stage_out) comm.copy(user_out, stage_out_ptr, a.bytes, stream);
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+// ------------------------------------------------------------------------------------------------
+
+void allreduce(Comm& comm, const void* send, void* recv, std::size_t count, DataType type, RedOp op,
+               StreamRef stream) {
+  detail::Request r;
+  r.kind = CollKind::AllReduce;
+  r.type = type;
+  r.op = op;
+  r.send = static_cast<const char*>(send);
+  r.recv = static_cast<char*>(recv);
+  r.count = count;
+  detail::run(comm, r, stream);
+}
+
+void reduce_scatter(Comm& comm, const void* send, void* recv, std::size_t recvcount, DataType type,
+                    RedOp op, StreamRef stream) {
+  detail::Request r;
+  r.kind = CollKind::ReduceScatter;
+  r.type = type;
+  r.op = op;
+  r.send = static_cast<const char*>(send);
+  r.recv = static_cast<char*>(recv);
+  r.count = recvcount;
+  detail::run(comm, r, stream);
+}
+
+void allgather(Comm& comm, const void* send, void* recv, std::size_t sendcount, DataType type,
+               StreamRef stream) {
+  detail::Request r;
+  r.kind = CollKind::AllGather;
+  r.type = type;
+  r.send = static_cast<const char*>(send);
+  r.recv = static_cast<char*>(recv);
+  r.count = sendcount;
+  detail::run(comm, r, stream);
+}
+
+void broadcast(Comm& comm, const void* send, void* recv, std::size_t count, DataType type, int root,
+               StreamRef stream) {
+  detail::Request r;
+  r.kind = CollKind::Broadcast;
+  r.type = type;
+  r.send = static_cast<const char*>(send);
+  r.recv = static_cast<char*>(recv);
+  r.count = count;
+  r.root = root;
+  detail::run(comm, r, stream);
+}
+
+void reduce(Comm& comm, const void* send, void* recv, std::size_t count, DataType type, RedOp op,
+            int root, StreamRef stream) {
+  detail::Request r;
+  r.kind = CollKind::Reduce;
+  r.type = type;
+  r.op = op;
+  r.send = static_cast<const char*>(send);
+  r.recv = static_cast<char*>(recv);
+  r.count = count;
+  r.root = root;
+  detail::run(comm, r, stream);
+}
+
+void alltoall(Comm& comm, const void* send, void* recv, std::size_t count, DataType type,
+              StreamRef stream) {
+  detail::Request r;
+  r.kind = CollKind::AllToAll;
+  r.type = type;
+  r.send = static_cast<const char*>(send);
+  r.recv = static_cast<char*>(recv);
+  r.count = count;
+  detail::run(comm, r, stream);
+}
+
+void alltoallv(Comm& comm, const void* send, std::span<const std::size_t> send_counts,
+               std::span<const std::size_t> send_displs, void* recv,
+               std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
+               DataType type, StreamRef stream) {
+  detail::Request r;
+  r.kind = CollKind::AllToAllV;
+  r.type = type;
+  r.send = static_cast<const char*>(send);
+  r.recv = static_cast<char*>(recv);
+  r.a2av[0] = send_counts;
+  r.a2av[1] = send_displs;
+  r.a2av[2] = recv_counts;
+  r.a2av[3] = recv_displs;
+  detail::run(comm, r, stream);
+}
+
+void coll_prepare(Comm& comm, StreamRef stream) {
+  detail::check_stream(comm, stream);
+  detail::CommImpl& impl = *comm.impl();
+  (void)detail::channel_for(impl, detail::state(impl), stream);
+}
+
+CollComm coll_comm(Comm& comm, StreamRef stream, const Team& team) {
+  detail::check_stream(comm, stream);
+  detail::CommImpl& impl = *comm.impl();
+  detail::CollState& st = detail::state(impl);
+  const detail::CollChannel ch = detail::channel_for(impl, st, stream);
+  return detail::make_coll_comm(comm, st, ch, team);
+}
+
+CollComm coll_comm(Comm& comm, StreamRef stream) { return coll_comm(comm, stream, comm.world()); }
+
+void coll_set_algorithm(Comm& comm, const std::string& spec) {
+  const detail::AlgoTable t = detail::parse_algorithms(spec, "coll_set_algorithm");
+  detail::CollState& st = detail::state(*comm.impl());
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.algos = t;
+}
+
+CollAlgo coll_algorithm(Comm& comm, CollKind kind, std::size_t count, DataType type) {
+  detail::CommImpl& impl = *comm.impl();
+  detail::CollState& st = detail::state(impl);
+  detail::Request r;
+  r.kind = kind;
+  r.type = type;
+  r.count = count;
+  CollComm cc;
+  cc.team = impl.world;
+  cc.ll_max = st.cfg.ll_max;
+  cc.oneshot_max = st.cfg.oneshot_max;
+  cc.ch.ll_slot_bytes = detail::geometry(st.cfg, impl.node_ranks.size()).ll_slot;
+  return detail::resolve(st, cc, detail::full_args(comm, r));
+}
+
+}  // namespace gnio

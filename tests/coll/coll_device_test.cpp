@@ -1,0 +1,280 @@
+// Collectives called inside already running kernels (the device API): one group per rank calls
+// several collectives in a row without returning to the host, with every algorithm, from Thread,
+// Warp and Block groups, over the world and over sub-teams.
+#include <vector>
+
+#include "coll/coll_test_util.hpp"
+
+namespace coll_device_test {
+namespace {
+
+using coll_test::input_value;
+using gnio::CollAlgo;
+using gnio::CollComm;
+using gnio::Status;
+using gnio::SymPtr;
+using gnio_test::comm;
+using gnio_test::stream;
+
+bool host() { return comm().backend() == gnio::Backend::Host; }
+
+// ---------------------------------------------------------------------------------------------
+// Repeated in-place allreduce by one group while another block of the kernel does other work.
+
+template <class Coop>
+void allreduce_kernel(CollComm cc, float* buf, std::size_t count, CollAlgo algo, int repeats,
+                      unsigned threads, std::uint32_t* bad) {
+  gnio::launch(stream(), {.grid = 2, .block = threads}, [=] GNIO_HD() {
+    if (gnio::dev::block() != 0) {
+      // The other block only proves the kernel keeps running alongside; it touches nothing.
+      return;
+    }
+    if constexpr (std::is_same_v<Coop, gnio::Thread>) {
+      if (gnio::dev::thread() != 0) return;
+    } else if constexpr (std::is_same_v<Coop, gnio::Warp>) {
+      if (gnio::dev::warp() != 0) return;
+    }
+    std::uint32_t fails = 0;
+    for (int k = 0; k < repeats; ++k)
+      fails += cc.allreduce<Coop>(buf, buf, count, gnio::op::Sum{}, algo) != Status::Ok;
+    if (Coop{}.leader()) gnio::dev::atomic_fetch_add(bad, fails, gnio::dev::Order::Relaxed);
+  });
+}
+
+template <class Coop>
+void check_repeated_allreduce(unsigned threads) {
+  gnio::Comm& c = comm();
+  const int n = c.size(), me = c.rank();
+  const std::size_t count = 3001;
+  const int repeats = 3;
+  SymPtr<float> buf = c.alloc<float>(count);
+  auto* bad = static_cast<std::uint32_t*>(c.alloc_device(4));
+  std::size_t wrong = 0;
+  for (CollAlgo algo : {CollAlgo::Auto, CollAlgo::LL, CollAlgo::OneShot, CollAlgo::TwoShot, CollAlgo::Ring}) {
+    std::vector<float> in(count);
+    for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<float>(input_value(gnio::DataType::F32, gnio::RedOp::Sum, me, i));
+    gnio_test::to_device(c.local(buf), in.data(), count * sizeof(float));
+    std::uint32_t zero = 0;
+    gnio_test::to_device(bad, &zero, 4);
+    allreduce_kernel<Coop>(gnio::coll_comm(c, stream()), c.local(buf), count, algo, repeats, threads, bad);
+    c.synchronize(stream());
+    std::uint32_t fails = 1;
+    gnio_test::to_host(&fails, bad, 4);
+    EXPECT_EQ(fails, 0u) << "algorithm " << gnio::to_string(algo);
+    std::vector<float> got(count);
+    gnio_test::to_host(got.data(), c.local(buf), count * sizeof(float));
+    for (std::size_t i = 0; i < count; ++i) {
+      double s = 0;
+      for (int r = 0; r < n; ++r) s += input_value(gnio::DataType::F32, gnio::RedOp::Sum, r, i);
+      for (int k = 1; k < repeats; ++k) s *= n;
+      if (got[i] != static_cast<float>(s)) {
+        if (wrong < 4) ADD_FAILURE() << gnio::to_string(algo) << " element " << i << ": " << got[i] << " != " << s;
+        ++wrong;
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  c.free_device(bad);
+  c.free(buf);
+}
+
+TEST(CollDevice, AllReduceBlock) { check_repeated_allreduce<gnio::Block>(host() ? 8 : 256); }
+TEST(CollDevice, AllReduceWarp) { check_repeated_allreduce<gnio::Warp>(32); }
+TEST(CollDevice, AllReduceThread) { check_repeated_allreduce<gnio::Thread>(host() ? 2 : 64); }
+
+// ---------------------------------------------------------------------------------------------
+// Every collective, one after the other, in one kernel.
+
+struct SeqLayout {
+  std::size_t count;  // elements per rank block
+  int n;
+  // Element offsets inside one symmetric int32 buffer.
+  std::size_t ar_in, ar_out, rs_in, rs_out, ag_in, ag_out, bc, red_in, red_out, a2a_in, a2a_out,
+      a2av_in, a2av_out, total;
+  SeqLayout(std::size_t c, int ranks) : count(c), n(ranks) {
+    const std::size_t nn = static_cast<std::size_t>(ranks);
+    std::size_t at = 0;
+    auto take = [&](std::size_t elems) {
+      const std::size_t here = at;
+      at += elems + 5;  // unaligned gaps between buffers
+      return here;
+    };
+    ar_in = take(c);
+    ar_out = take(c);
+    rs_in = take(nn * c);
+    rs_out = take(c);
+    ag_in = take(c);
+    ag_out = take(nn * c);
+    bc = take(c);
+    red_in = take(c);
+    red_out = take(c);
+    a2a_in = take(nn * c);
+    a2a_out = take(nn * c);
+    a2av_in = take(nn * c);
+    a2av_out = take(nn * c);
+    total = at;
+  }
+};
+
+// Values: rank r's element i of buffer b is base(b) + (i * 7 + r * 3) % 50 (small: sums exact).
+std::int32_t val(int b, int r, std::size_t i) {
+  return b * 1000 + static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(r) * 3) % 50);
+}
+
+void sequence_kernel(CollComm cc, std::int32_t* base, SeqLayout L, int root, const std::uint64_t* table,
+                     CollAlgo algo, unsigned threads, std::uint32_t* bad) {
+  gnio::launch(stream(), {.grid = 1, .block = threads}, [=] GNIO_HD() {
+    using gnio::Block;
+    const CollAlgo two = algo == CollAlgo::TwoShot ? CollAlgo::TwoShot : algo;
+    const CollAlgo other = algo == CollAlgo::TwoShot ? CollAlgo::Auto : algo;
+    const CollAlgo v = algo == CollAlgo::Ring ? CollAlgo::Ring : CollAlgo::Auto;
+    std::uint32_t fails = 0;
+    fails += cc.allreduce<Block>(base + L.ar_in, base + L.ar_out, L.count, gnio::op::Sum{}, two) != Status::Ok;
+    fails += cc.reduce_scatter<Block>(base + L.rs_in, base + L.rs_out, L.count, gnio::op::Max{}, other) != Status::Ok;
+    fails += cc.allgather<Block>(base + L.ag_in, base + L.ag_out, L.count, other) != Status::Ok;
+    fails += cc.broadcast<Block>(base + L.bc, base + L.bc, L.count, root, two) != Status::Ok;
+    fails += cc.reduce<Block>(base + L.red_in, base + L.red_out, L.count, gnio::op::Sum{}, root, two) != Status::Ok;
+    fails += cc.alltoall<Block>(base + L.a2a_in, base + L.a2a_out, L.count, other) != Status::Ok;
+    fails += cc.alltoallv<Block>(base + L.a2av_in, base + L.a2av_out, table, v) != Status::Ok;
+    if (gnio::dev::thread() == 0) gnio::dev::atomic_fetch_add(bad, fails, gnio::dev::Order::Relaxed);
+  });
+}
+
+TEST(CollDevice, EveryCollectiveInOneKernel) {
+  gnio::Comm& c = comm();
+  const int n = c.size(), me = c.rank();
+  const std::size_t nn = static_cast<std::size_t>(n);
+  const SeqLayout L(517, n);
+  SymPtr<std::int32_t> buf = c.alloc<std::int32_t>(L.total);
+  auto* table = static_cast<std::uint64_t*>(c.alloc_device(4 * nn * sizeof(std::uint64_t)));
+  auto* bad = static_cast<std::uint32_t*>(c.alloc_device(4));
+  std::size_t wrong = 0;
+  // Alltoallv: rank a sends (a + b) % 4 * 100 + 1 elements to b, packed.
+  auto pair = [&](int a, int b) { return static_cast<std::uint64_t>(((a + b) % 4) * 100 + 1); };
+  std::vector<std::uint64_t> t(4 * nn);
+  std::uint64_t sd = 0, rd = 0;
+  for (int q = 0; q < n; ++q) {
+    t[q] = pair(me, q);
+    t[nn + q] = sd;
+    sd += t[q];
+    t[2 * nn + q] = pair(q, me);
+    t[3 * nn + q] = rd;
+    rd += t[2 * nn + q];
+  }
+  gnio_test::to_device(table, t.data(), t.size() * sizeof(std::uint64_t));
+  int round = 0;
+  for (CollAlgo algo : {CollAlgo::Auto, CollAlgo::LL, CollAlgo::OneShot, CollAlgo::TwoShot, CollAlgo::Ring}) {
+    const int root = (round++ + 1) % n;
+    std::vector<std::int32_t> h(L.total, -7);
+    for (std::size_t i = 0; i < L.count; ++i) {
+      h[L.ar_in + i] = val(1, me, i);
+      h[L.ag_in + i] = val(3, me, i);
+      h[L.bc + i] = me == root ? val(4, me, i) : -1;
+      h[L.red_in + i] = val(5, me, i);
+    }
+    for (std::size_t i = 0; i < nn * L.count; ++i) {
+      h[L.rs_in + i] = val(2, me, i);
+      h[L.a2a_in + i] = val(6, me, i);
+    }
+    for (int q = 0; q < n; ++q)
+      for (std::uint64_t k = 0; k < t[q]; ++k) h[L.a2av_in + t[nn + q] + k] = val(7, me, static_cast<std::size_t>(q) * 1000 + k);
+    gnio_test::to_device(c.local(buf), h.data(), h.size() * sizeof(std::int32_t));
+    std::uint32_t zero = 0;
+    gnio_test::to_device(bad, &zero, 4);
+    c.bootstrap().barrier();
+    sequence_kernel(gnio::coll_comm(c, stream()), c.local(buf), L, root, table, algo, host() ? 8 : 256, bad);
+    c.synchronize(stream());
+    std::uint32_t fails = 1;
+    gnio_test::to_host(&fails, bad, 4);
+    EXPECT_EQ(fails, 0u) << gnio::to_string(algo);
+    std::vector<std::int32_t> g(L.total);
+    gnio_test::to_host(g.data(), c.local(buf), g.size() * sizeof(std::int32_t));
+    std::vector<std::int32_t> w = h;
+    for (std::size_t i = 0; i < L.count; ++i) {
+      std::int32_t sum_ar = 0, max_rs = -1, sum_red = 0;
+      for (int r = 0; r < n; ++r) {
+        sum_ar += val(1, r, i);
+        max_rs = std::max(max_rs, val(2, r, static_cast<std::size_t>(me) * L.count + i));
+        sum_red += val(5, r, i);
+      }
+      w[L.ar_out + i] = sum_ar;
+      w[L.rs_out + i] = max_rs;
+      w[L.bc + i] = val(4, root, i);
+      if (me == root) w[L.red_out + i] = sum_red;
+      for (int m = 0; m < n; ++m) {
+        w[L.ag_out + static_cast<std::size_t>(m) * L.count + i] = val(3, m, i);
+        w[L.a2a_out + static_cast<std::size_t>(m) * L.count + i] = val(6, m, static_cast<std::size_t>(me) * L.count + i);
+      }
+    }
+    for (int q = 0; q < n; ++q)
+      for (std::uint64_t k = 0; k < t[2 * nn + q]; ++k)
+        w[L.a2av_out + t[3 * nn + q] + k] = val(7, q, static_cast<std::size_t>(me) * 1000 + k);
+    for (std::size_t i = 0; i < L.total; ++i)
+      if (g[i] != w[i]) {
+        if (wrong < 6) ADD_FAILURE() << gnio::to_string(algo) << ": element " << i << " is " << g[i] << ", expected " << w[i];
+        ++wrong;
+      }
+    c.bootstrap().barrier();
+  }
+  EXPECT_EQ(wrong, 0u);
+  c.free_device(bad);
+  c.free_device(table);
+  c.free(buf);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sub-teams: even and odd ranks reduce among themselves, concurrently, in one kernel each.
+
+void team_kernel(CollComm cc, std::int64_t* buf, std::size_t count, CollAlgo algo, unsigned threads,
+                 std::uint32_t* bad) {
+  gnio::launch(stream(), {.grid = 1, .block = threads}, [=] GNIO_HD() {
+    std::uint32_t fails = 0;
+    fails += cc.allreduce<gnio::Block>(buf, buf, count, gnio::op::Sum{}, algo) != Status::Ok;
+    fails += cc.allreduce<gnio::Block>(buf, buf, count, gnio::op::Min{}, algo) != Status::Ok;
+    if (gnio::dev::thread() == 0) gnio::dev::atomic_fetch_add(bad, fails, gnio::dev::Order::Relaxed);
+  });
+}
+
+TEST(CollDevice, SubTeams) {
+  gnio::Comm& c = comm();
+  const int n = c.size(), me = c.rank();
+  gnio::Team team = c.split(c.world(), me % 2, me);
+  const std::size_t count = 1234;
+  SymPtr<std::int64_t> buf = c.alloc<std::int64_t>(count);
+  auto* bad = static_cast<std::uint32_t*>(c.alloc_device(4));
+  std::size_t wrong = 0;
+  for (CollAlgo algo : {CollAlgo::LL, CollAlgo::OneShot, CollAlgo::TwoShot, CollAlgo::Ring, CollAlgo::Auto}) {
+    std::vector<std::int64_t> h(count);
+    for (std::size_t i = 0; i < count; ++i) h[i] = static_cast<std::int64_t>(i * 3 + static_cast<std::size_t>(me) * 11);
+    gnio_test::to_device(c.local(buf), h.data(), count * 8);
+    std::uint32_t zero = 0;
+    gnio_test::to_device(bad, &zero, 4);
+    team_kernel(gnio::coll_comm(c, stream(), team), c.local(buf), count, algo, host() ? 8 : 256, bad);
+    // World collectives on the same channel interleave with the team's.
+    gnio::allreduce(c, c.local(buf), c.local(buf), count, gnio::DataType::I64, gnio::RedOp::Max, stream());
+    c.synchronize(stream());
+    std::uint32_t fails = 1;
+    gnio_test::to_host(&fails, bad, 4);
+    EXPECT_EQ(fails, 0u) << gnio::to_string(algo);
+    gnio_test::to_host(h.data(), c.local(buf), count * 8);
+    // Team sums, then max over the world of the two team sums.
+    for (std::size_t i = 0; i < count; ++i) {
+      std::int64_t best = 0;
+      for (int parity = 0; parity < 2 && parity < n; ++parity) {
+        std::int64_t s = 0;
+        for (int r = parity; r < n; r += 2) s += static_cast<std::int64_t>(i * 3 + static_cast<std::size_t>(r) * 11);
+        best = std::max(best, s);
+      }
+      if (h[i] != best) {
+        if (wrong < 4) ADD_FAILURE() << gnio::to_string(algo) << " element " << i << ": " << h[i] << " != " << best;
+        ++wrong;
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  c.free_device(bad);
+  c.free(buf);
+}
+
+}  // namespace
+}  // namespace coll_device_test

@@ -1,0 +1,501 @@
+// Host (stream-ordered) collectives, run on 2, 3, 4, 5 and 8 ranks and on both backends: every
+// collective x type x operator x in/out of place x algorithm, sizes 0, 1, odd and large, buffers
+// in the symmetric heap (zero-copy) and outside it (staged), mixed across ranks. Every element of
+// every output (and a guard behind it) is checked exactly; inputs are chosen so that every result
+// is exactly representable.
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "coll/coll_test_util.hpp"
+#include "gnio/config.hpp"
+#include "gnio/error.hpp"
+
+namespace coll_test {
+namespace {
+
+using gnio_test::comm;
+using gnio_test::stream;
+
+/// Buffers reused by every case: private device memory and symmetric-heap memory, two of each.
+struct Pool {
+  char* priv[2] = {};
+  gnio::SymPtr<char> sym[2];
+};
+constexpr std::size_t kPoolBytes = 6u << 20;  // 65537 elements x 8 B x 8 ranks, plus guards
+
+Pool& pool() {
+  static Pool* p = [] {
+    auto* q = new Pool;
+    for (int i = 0; i < 2; ++i) {
+      q->priv[i] = static_cast<char*>(comm().alloc_device(kPoolBytes));
+      q->sym[i] = comm().alloc_bytes(kPoolBytes);
+    }
+    return q;
+  }();
+  return *p;
+}
+
+struct Case {
+  CollKind kind = CollKind::AllReduce;
+  DataType type = DataType::F32;
+  RedOp op = RedOp::Sum;
+  std::size_t count = 0;
+  int root = 0;
+  bool in_place = false;
+  bool symmetric = false;  ///< this rank's buffers are in the symmetric heap
+  std::string algo = "auto";
+};
+
+bool reducing(CollKind k) {
+  return k == CollKind::AllReduce || k == CollKind::ReduceScatter || k == CollKind::Reduce;
+}
+
+std::string describe(const Case& c) {
+  std::string s = std::string(gnio::to_string(c.kind)) + " " + gnio::to_string(c.type);
+  if (reducing(c.kind)) s += std::string(" ") + gnio::to_string(c.op);
+  s += " count " + std::to_string(c.count);
+  if (c.kind == CollKind::Broadcast || c.kind == CollKind::Reduce) s += " root " + std::to_string(c.root);
+  s += c.in_place ? " in-place" : " out-of-place";
+  s += c.symmetric ? " symmetric" : " private";
+  s += " algo " + c.algo + " rank " + std::to_string(comm().rank()) + "/" + std::to_string(comm().size());
+  return s;
+}
+
+constexpr std::size_t kGuard = 16;  // poisoned elements behind every output
+
+void call(const Case& c, const void* send, void* recv) {
+  gnio::Comm& cm = comm();
+  switch (c.kind) {
+    case CollKind::AllReduce: gnio::allreduce(cm, send, recv, c.count, c.type, c.op, stream()); break;
+    case CollKind::ReduceScatter: gnio::reduce_scatter(cm, send, recv, c.count, c.type, c.op, stream()); break;
+    case CollKind::AllGather: gnio::allgather(cm, send, recv, c.count, c.type, stream()); break;
+    case CollKind::Broadcast: gnio::broadcast(cm, send, recv, c.count, c.type, c.root, stream()); break;
+    case CollKind::Reduce: gnio::reduce(cm, send, recv, c.count, c.type, c.op, c.root, stream()); break;
+    case CollKind::AllToAll: gnio::alltoall(cm, send, recv, c.count, c.type, stream()); break;
+    default: FAIL() << "no alltoallv here";
+  }
+}
+
+/// Runs one case and returns the number of wrong elements on this rank.
+std::size_t run_case(const Case& c, char* send_base, char* recv_base) {
+  gnio::Comm& cm = comm();
+  const int n = cm.size(), me = cm.rank();
+  const std::size_t es = gnio::size_of(c.type);
+  const bool rs = c.kind == CollKind::ReduceScatter, ag = c.kind == CollKind::AllGather;
+  const bool a2a = c.kind == CollKind::AllToAll;
+  const std::size_t nn = static_cast<std::size_t>(n), cnt = c.count;
+  const std::size_t in_elems = rs || a2a ? nn * cnt : cnt;
+  const std::size_t out_elems = ag || a2a ? nn * cnt : cnt;
+  const RedOp gen = reducing(c.kind) ? c.op : RedOp::Sum;
+
+  std::vector<std::uint8_t> input(in_elems * es);
+  for (std::size_t i = 0; i < in_elems; ++i) input_element(c.type, gen, me, i, input.data() + i * es);
+
+  // The buffer whose every byte is checked afterwards (the output, or the shared in-place buffer,
+  // plus a guard), its initial content, and where send/recv point.
+  const char* send = nullptr;
+  char* recv = nullptr;
+  char* checked = recv_base;
+  std::size_t out_at = 0;  // element offset of the output inside `checked`
+  std::vector<std::uint8_t> init;
+  if (!c.in_place) {
+    gnio_test::to_device(send_base, input.data(), input.size());
+    send = send_base;
+    recv = recv_base;
+    init.assign((out_elems + kGuard) * es, kPoison);
+  } else {
+    init.assign((std::max(in_elems, out_elems) + kGuard) * es, kPoison);
+    if (ag) {
+      std::copy(input.begin(), input.end(), init.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(me) * cnt * es));
+      recv = recv_base;
+      send = recv_base + static_cast<std::size_t>(me) * cnt * es;
+    } else {
+      std::copy(input.begin(), input.end(), init.begin());
+      send = recv_base;
+      recv = recv_base + (rs ? static_cast<std::size_t>(me) * cnt * es : 0);
+      out_at = rs ? static_cast<std::size_t>(me) * cnt : 0;
+    }
+  }
+  gnio_test::to_device(checked, init.data(), init.size());
+
+  // Expected content: the initial one with the output written.
+  std::vector<std::uint8_t> want = init;
+  std::uint8_t* o = want.data() + out_at * es;
+  for (std::size_t i = 0; i < cnt; ++i) {
+    switch (c.kind) {
+      case CollKind::AllReduce: expected_reduction(c.type, c.op, n, i, o + i * es); break;
+      case CollKind::ReduceScatter:
+        expected_reduction(c.type, c.op, n, static_cast<std::size_t>(me) * cnt + i, o + i * es);
+        break;
+      case CollKind::Reduce:
+        if (me == c.root) expected_reduction(c.type, c.op, n, i, o + i * es);
+        break;
+      case CollKind::Broadcast: input_element(c.type, gen, c.root, i, o + i * es); break;
+      case CollKind::AllGather:
+        for (int m = 0; m < n; ++m) input_element(c.type, gen, m, i, o + (static_cast<std::size_t>(m) * cnt + i) * es);
+        break;
+      default:  // AllToAll: block m from rank m's block for me
+        for (int m = 0; m < n; ++m)
+          input_element(c.type, gen, m, static_cast<std::size_t>(me) * cnt + i, o + (static_cast<std::size_t>(m) * cnt + i) * es);
+        break;
+    }
+  }
+
+  gnio::coll_set_algorithm(cm, c.algo);
+  call(c, send, recv);
+  cm.synchronize(stream());
+  std::vector<std::uint8_t> got(want.size());
+  gnio_test::to_host(got.data(), checked, got.size());
+  return count_wrong(got, want, es, describe(c));
+}
+
+std::size_t run_case(const Case& c) {
+  Pool& p = pool();
+  gnio::Comm& cm = comm();
+  return c.symmetric ? run_case(c, cm.local(p.sym[0]), cm.local(p.sym[1])) : run_case(c, p.priv[0], p.priv[1]);
+}
+
+/// Algorithms a collective has ("auto" first).
+std::vector<std::string> algorithms(CollKind k) {
+  std::vector<std::string> a = {"auto", "ll", "oneshot"};
+  if (k == CollKind::AllReduce || k == CollKind::Broadcast || k == CollKind::Reduce) a.push_back("twoshot");
+  a.push_back("ring");
+  return a;
+}
+
+/// How much of the matrix this rank count runs (8 ranks on 2 cores are slow).
+bool full() { return comm().size() <= 2; }
+bool medium() { return comm().size() <= 4; }
+
+std::vector<std::size_t> matrix_counts() {
+  if (full()) return {1, 7, 1023};
+  if (medium()) return {7, 1023};
+  return {7};
+}
+
+std::vector<DataType> matrix_types() {
+  if (medium()) return {std::begin(kAllTypes), std::end(kAllTypes)};
+  return {DataType::F32, DataType::BF16, DataType::I64, DataType::U8, DataType::F8E5M2};
+}
+
+/// Every (type, operator) pair a reducing collective accepts.
+std::vector<std::pair<DataType, RedOp>> type_ops() {
+  std::vector<std::pair<DataType, RedOp>> v;
+  for (DataType t : matrix_types()) {
+    for (RedOp op : kArithOps) v.push_back({t, op});
+    if (gnio::is_integer(t))
+      for (RedOp op : kBitOps) v.push_back({t, op});
+  }
+  return v;
+}
+
+void reduction_matrix(CollKind kind) {
+  std::size_t wrong = 0, cases = 0;
+  const int n = comm().size();
+  for (const auto& [type, op] : type_ops())
+    for (std::size_t count : matrix_counts())
+      for (const std::string& algo : algorithms(kind))
+        for (int in_place = 0; in_place < 2; ++in_place) {
+          if (!medium() && ((cases + in_place) % 2)) continue;  // 8 ranks: half of the in/out mix
+          Case c;
+          c.kind = kind;
+          c.type = type;
+          c.op = op;
+          c.count = count;
+          c.in_place = in_place;
+          c.root = static_cast<int>(cases % static_cast<std::size_t>(n));
+          c.symmetric = (cases + static_cast<std::size_t>(comm().rank())) % 3 != 0;  // mixed across ranks
+          c.algo = algo;
+          wrong += run_case(c);
+          ++cases;
+        }
+  EXPECT_EQ(wrong, 0u) << wrong << " wrong elements in " << cases << " " << gnio::to_string(kind) << " cases";
+}
+
+TEST(Coll, AllReduceMatrix) { reduction_matrix(CollKind::AllReduce); }
+TEST(Coll, ReduceScatterMatrix) { reduction_matrix(CollKind::ReduceScatter); }
+TEST(Coll, ReduceMatrix) { reduction_matrix(CollKind::Reduce); }
+
+void copy_matrix(CollKind kind) {
+  std::size_t wrong = 0, cases = 0;
+  const int n = comm().size();
+  std::vector<DataType> types = full() ? std::vector<DataType>{std::begin(kAllTypes), std::end(kAllTypes)}
+                                       : std::vector<DataType>{DataType::U8, DataType::F16, DataType::F64};
+  std::vector<std::size_t> counts = full() ? std::vector<std::size_t>{1, 7, 1023, 65537}
+                                   : medium() ? std::vector<std::size_t>{1, 1023, 65537}
+                                              : std::vector<std::size_t>{7, 1023};
+  for (DataType type : types)
+    for (std::size_t count : counts)
+      for (const std::string& algo : algorithms(kind))
+        for (int in_place = 0; in_place < (kind == CollKind::AllToAll ? 1 : 2); ++in_place) {
+          // The big count only with a few types (the data path does not depend on the type).
+          if (count == 65537 && type != DataType::F64 && type != DataType::U8) continue;
+          Case c;
+          c.kind = kind;
+          c.type = type;
+          c.count = count;
+          c.in_place = in_place;
+          c.root = static_cast<int>((cases * 7 + 1) % static_cast<std::size_t>(n));
+          c.symmetric = (cases + static_cast<std::size_t>(comm().rank())) % 3 != 1;
+          c.algo = algo;
+          wrong += run_case(c);
+          ++cases;
+        }
+  EXPECT_EQ(wrong, 0u) << wrong << " wrong elements in " << cases << " " << gnio::to_string(kind) << " cases";
+}
+
+TEST(Coll, AllGatherMatrix) { copy_matrix(CollKind::AllGather); }
+TEST(Coll, BroadcastMatrix) { copy_matrix(CollKind::Broadcast); }
+TEST(Coll, AllToAllMatrix) { copy_matrix(CollKind::AllToAll); }
+
+TEST(Coll, EveryRootEveryAlgorithm) {
+  std::size_t wrong = 0;
+  for (int root = 0; root < comm().size(); ++root)
+    for (CollKind kind : {CollKind::Broadcast, CollKind::Reduce})
+      for (const std::string& algo : algorithms(kind)) {
+        Case c;
+        c.kind = kind;
+        c.type = DataType::I32;
+        c.op = RedOp::Max;
+        c.count = 333;
+        c.root = root;
+        c.symmetric = (root + comm().rank()) % 2;
+        c.algo = algo;
+        wrong += run_case(c);
+      }
+  EXPECT_EQ(wrong, 0u);
+}
+
+// Count 0 is a no-op: nothing is written, nothing fails.
+TEST(Coll, ZeroCountIsNoOp) {
+  std::size_t wrong = 0;
+  for (CollKind kind : {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::AllGather,
+                        CollKind::Broadcast, CollKind::Reduce, CollKind::AllToAll})
+    for (const std::string& algo : algorithms(kind)) {
+      Case c;
+      c.kind = kind;
+      c.count = 0;
+      c.algo = algo;
+      wrong += run_case(c);  // checks that the guard stayed poisoned
+    }
+  EXPECT_EQ(wrong, 0u);
+}
+
+// Large messages: staged and chunked (private buffers), zero-copy (symmetric), ring.
+TEST(Coll, LargeMessages) {
+  gnio::Comm& cm = comm();
+  const int n = cm.size();
+  const std::size_t bytes = full() ? (64u << 20) : medium() ? (8u << 20) : (1u << 20);
+  const std::size_t total = bytes + kGuard * 8;
+  char* priv[2] = {static_cast<char*>(cm.alloc_device(total)), static_cast<char*>(cm.alloc_device(total))};
+  gnio::SymPtr<char> sym[2] = {cm.alloc_bytes(total), cm.alloc_bytes(total)};
+  std::size_t wrong = 0;
+  struct Big {
+    CollKind kind;
+    DataType type;
+    RedOp op;
+    const char* algo;
+    bool symmetric;
+    bool in_place;
+  };
+  const Big bigs[] = {
+      {CollKind::AllReduce, DataType::F32, RedOp::Sum, "twoshot", false, false},  // staged, chunked
+      {CollKind::AllReduce, DataType::F32, RedOp::Sum, "auto", true, true},       // zero-copy
+      {CollKind::AllReduce, DataType::BF16, RedOp::Max, "ring", false, true},
+      {CollKind::AllReduce, DataType::I32, RedOp::BitXor, "oneshot", true, false},
+      {CollKind::AllReduce, DataType::F16, RedOp::Sum, "ll", true, false},  // LL in pieces
+      {CollKind::ReduceScatter, DataType::F64, RedOp::Min, "auto", false, false},
+      {CollKind::AllGather, DataType::U8, RedOp::Sum, "auto", true, true},
+      {CollKind::AllGather, DataType::F32, RedOp::Sum, "ring", false, false},
+      {CollKind::Broadcast, DataType::F32, RedOp::Sum, "twoshot", false, false},
+      {CollKind::Broadcast, DataType::I64, RedOp::Sum, "ring", true, false},
+      {CollKind::Reduce, DataType::I32, RedOp::Sum, "twoshot", true, false},
+      {CollKind::AllToAll, DataType::F64, RedOp::Sum, "auto", false, false},
+      {CollKind::AllToAll, DataType::U8, RedOp::Sum, "ring", true, false},
+  };
+  for (const Big& b : bigs) {
+    Case c;
+    c.kind = b.kind;
+    c.type = b.type;
+    c.op = b.op;
+    c.algo = b.algo;
+    c.symmetric = b.symmetric;
+    c.in_place = b.in_place;
+    c.root = n - 1;
+    const bool gathered = b.kind == CollKind::ReduceScatter || b.kind == CollKind::AllGather || b.kind == CollKind::AllToAll;
+    // Gathered collectives: the whole buffer is `bytes`; the count is per rank.
+    c.count = bytes / gnio::size_of(b.type) / (gathered ? static_cast<std::size_t>(n) : 1) - 3;
+    wrong += b.symmetric ? run_case(c, cm.local(sym[0]), cm.local(sym[1])) : run_case(c, priv[0], priv[1]);
+  }
+  EXPECT_EQ(wrong, 0u);
+  cm.free_device(priv[0]);
+  cm.free_device(priv[1]);
+  cm.free(sym[0]);
+  cm.free(sym[1]);
+}
+
+// Alltoallv with uneven counts (zeros included) and gaps between the blocks.
+TEST(Coll, AllToAllV) {
+  gnio::Comm& cm = comm();
+  const int n = cm.size(), me = cm.rank();
+  Pool& p = pool();
+  std::size_t wrong = 0;
+  for (DataType type : {DataType::U8, DataType::F32, DataType::F64, DataType::BF16})
+    for (int scale : {1, 37, 3001}) {
+      const std::size_t es = gnio::size_of(type);
+      auto pair_count = [&](int from, int to) {
+        return static_cast<std::size_t>(((from * 3 + to * 5 + scale) % 4) * scale + (from + to) % 3);
+      };
+      std::vector<std::size_t> sc(n), sd(n), rc(n), rd(n);
+      std::size_t s_total = 0, r_total = 0;
+      for (int q = 0; q < n; ++q) {
+        sc[q] = pair_count(me, q);
+        sd[q] = s_total;
+        s_total += sc[q] + 1;  // a gap element between blocks
+        rc[q] = pair_count(q, me);
+        rd[q] = r_total;
+        r_total += rc[q] + 2;
+      }
+      // Element k of the block from rank a to rank b.
+      auto value = [&](int a, int b, std::size_t k, void* dst) {
+        input_element(type, RedOp::Sum, a, static_cast<std::size_t>(b) * 100003 + k, dst);
+      };
+      std::vector<std::uint8_t> in(s_total * es, 0x11), init((r_total + kGuard) * es, kPoison);
+      for (int q = 0; q < n; ++q)
+        for (std::size_t k = 0; k < sc[q]; ++k) value(me, q, k, in.data() + (sd[q] + k) * es);
+      std::vector<std::uint8_t> want = init;
+      for (int q = 0; q < n; ++q)
+        for (std::size_t k = 0; k < rc[q]; ++k) value(q, me, k, want.data() + (rd[q] + k) * es);
+      const bool symmetric = (scale + me) % 2;
+      char* send = symmetric ? cm.local(p.sym[0]) : p.priv[0];
+      char* recv = symmetric ? cm.local(p.sym[1]) : p.priv[1];
+      gnio_test::to_device(send, in.data(), in.size());
+      gnio_test::to_device(recv, init.data(), init.size());
+      gnio::alltoallv(cm, send, sc, sd, recv, rc, rd, type, stream());
+      cm.synchronize(stream());
+      std::vector<std::uint8_t> got(want.size());
+      gnio_test::to_host(got.data(), recv, got.size());
+      wrong += count_wrong(got, want, es, std::string("alltoallv ") + gnio::to_string(type) + " scale " + std::to_string(scale));
+    }
+  EXPECT_EQ(wrong, 0u);
+}
+
+// Bad arguments throw InvalidArgument before anything is enqueued; the communicator still works.
+TEST(Coll, BadArgumentsAreInvalidAndHarmless) {
+  gnio::Comm& cm = comm();
+  const int n = cm.size();
+  Pool& p = pool();
+  void* a = p.priv[0];
+  void* b = p.priv[1];
+  auto expect_invalid = [&](const char* what, auto&& f) {
+    try {
+      f();
+      ADD_FAILURE() << what << ": no error";
+    } catch (const gnio::Error& e) {
+      EXPECT_EQ(e.error_class(), gnio::ErrorClass::InvalidArgument) << what << ": " << e.what();
+    }
+  };
+  auto& s = stream();
+  expect_invalid("xor on f32", [&] { gnio::allreduce(cm, a, b, 8, DataType::F32, RedOp::BitXor, s); });
+  expect_invalid("and on bf16", [&] { gnio::reduce(cm, a, b, 8, DataType::BF16, RedOp::BitAnd, 0, s); });
+  expect_invalid("or on fp8", [&] { gnio::reduce_scatter(cm, a, b, 8, DataType::F8E4M3, RedOp::BitOr, s); });
+  expect_invalid("null send", [&] { gnio::allreduce(cm, nullptr, b, 8, DataType::F32, RedOp::Sum, s); });
+  expect_invalid("null recv", [&] { gnio::allgather(cm, a, nullptr, 8, DataType::F32, s); });
+  expect_invalid("root -1", [&] { gnio::broadcast(cm, a, b, 8, DataType::F32, -1, s); });
+  expect_invalid("root n", [&] { gnio::reduce(cm, a, b, 8, DataType::F32, RedOp::Sum, n, s); });
+  expect_invalid("bad type", [&] { gnio::allreduce(cm, a, b, 8, static_cast<DataType>(42), RedOp::Sum, s); });
+  expect_invalid("bad op", [&] { gnio::allreduce(cm, a, b, 8, DataType::F32, static_cast<RedOp>(42), s); });
+  expect_invalid("count overflow", [&] { gnio::allreduce(cm, a, b, ~std::size_t{0} / 2, DataType::F64, RedOp::Sum, s); });
+  expect_invalid("gathered overflow", [&] { gnio::allgather(cm, a, b, (std::size_t{1} << 62) / static_cast<std::size_t>(n), DataType::F32, s); });
+  expect_invalid("alltoall in place", [&] { gnio::alltoall(cm, a, a, 8, DataType::F32, s); });
+  std::vector<std::size_t> ok(n, 1), shorter(n > 1 ? n - 1 : 0, 1);
+  expect_invalid("alltoallv short spans", [&] { gnio::alltoallv(cm, a, shorter, ok, b, ok, ok, DataType::U8, s); });
+  expect_invalid("bad algorithm", [&] { gnio::coll_set_algorithm(cm, "fastest"); });
+  expect_invalid("bad collective", [&] { gnio::coll_set_algorithm(cm, "allsum:ring"); });
+  expect_invalid("algorithm the collective lacks", [&] { gnio::coll_set_algorithm(cm, "allgather:twoshot"); });
+  // Still works, every algorithm.
+  std::size_t wrong = 0;
+  for (const std::string& algo : algorithms(CollKind::AllReduce)) {
+    Case c;
+    c.count = 1000;
+    c.algo = algo;
+    wrong += run_case(c);
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+// Collectives on two streams at once: each stream has its own channel.
+TEST(Coll, TwoStreamsConcurrently) {
+  gnio::Comm& cm = comm();
+  const int n = cm.size(), me = cm.rank();
+  gnio::Stream second(cm);
+  gnio::coll_set_algorithm(cm, "auto");
+  const std::size_t count = 4099;
+  const std::size_t bytes = count * sizeof(float);
+  Pool& p = pool();
+  // Stream 1 works on the private pool, stream 2 on the symmetric one.
+  float* x = reinterpret_cast<float*>(p.priv[0]);
+  float* y = reinterpret_cast<float*>(cm.local(p.sym[0]));
+  std::vector<float> in(count);
+  for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<float>(input_value(DataType::F32, RedOp::Sum, me, i));
+  gnio_test::to_device(x, in.data(), bytes);
+  gnio_test::to_device(y, in.data(), bytes);
+  const int rounds = 3;  // values stay below 2^24: exact in f32
+  for (int k = 0; k < rounds; ++k) {
+    gnio::allreduce(cm, x, x, count, DataType::F32, RedOp::Sum, stream());
+    gnio::allreduce(cm, y, y, count, DataType::F32, RedOp::Sum, second);
+    if (k + 1 < rounds) {  // interleaved with other collectives (equal values: no change)
+      gnio::allreduce(cm, x, x, count, DataType::F32, RedOp::Max, stream());
+      gnio::allreduce(cm, y, y, count, DataType::F32, RedOp::Min, second);
+    }
+  }
+  cm.synchronize(stream());
+  cm.synchronize(second);
+  // After round 1 every rank holds S = sum of inputs; max/min of equal values is S; each further
+  // round multiplies by n.
+  std::vector<float> gx(count), gy(count);
+  gnio_test::to_host(gx.data(), x, bytes);
+  gnio_test::to_host(gy.data(), y, bytes);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    double s = 0;
+    for (int r = 0; r < n; ++r) s += input_value(DataType::F32, RedOp::Sum, r, i);
+    double want = s;
+    for (int k = 1; k < rounds; ++k) want *= n;
+    wrong += gx[i] != static_cast<float>(want);
+    wrong += gy[i] != static_cast<float>(want);
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+// The algorithm named by GNIO_ALGO (set by the test registration) is the one that runs.
+TEST(CollEnv, ForcedAlgorithmRuns) {
+  const char* env = std::getenv("GNIO_ALGO");
+  if (!env) GTEST_SKIP() << "GNIO_ALGO not set";
+  const std::string forced = env;
+  std::size_t wrong = 0;
+  for (CollKind kind : {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::AllGather,
+                        CollKind::Broadcast, CollKind::Reduce, CollKind::AllToAll}) {
+    for (std::size_t count : {std::size_t{1}, std::size_t{1023}, std::size_t{65537}}) {
+      const CollAlgo a = gnio::coll_algorithm(comm(), kind, count, DataType::F32);
+      const auto names = algorithms(kind);
+      if (std::find(names.begin(), names.end(), forced) != names.end())
+        EXPECT_EQ(gnio::to_string(a), forced) << gnio::to_string(kind) << " count " << count;
+      Case c;
+      c.kind = kind;
+      c.count = count;
+      c.type = count == 1023 ? DataType::BF16 : DataType::F32;
+      c.op = RedOp::Max;
+      c.symmetric = (count + static_cast<std::size_t>(comm().rank())) % 2;
+      c.algo = forced;
+      wrong += run_case(c);
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+}  // namespace
+}  // namespace coll_test
