@@ -85,7 +85,8 @@ constexpr ConfigVar kVars[] = {
      "most streams per communicator that run collectives, each with its own channel (scratch, "
      "staging, call counters) allocated on the stream's first collective"},
     {"GNIO_COLL_SCRATCH", ConfigType::Size, "8M",
-     "symmetric scratch per collective channel: half LL packet slots, half ring pipes"},
+     "symmetric scratch per collective channel: half LL packet slots (2 x node ranks), half ring "
+     "pipes (node ranks x 16 blocks x depth)"},
     {"GNIO_COLL_STAGING", ConfigType::Size, "16M",
      "per collective channel, twice (input and output): symmetric staging of buffers outside the "
      "heap for oneshot/twoshot; larger calls run in pieces of this size"},
@@ -96,7 +97,8 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_COLL_ONESHOT_MAX", ConfigType::Size, "256K",
      "auto: oneshot for allreduce/broadcast/reduce up to this, twoshot above"},
     {"GNIO_COLL_BLOCKS", ConfigType::Int, "0",
-     "blocks per collective kernel (1..32); 0 = by algorithm and size"},
+     "blocks per collective kernel (1..64, ring at most 16); 0 = by algorithm and size (at most "
+     "32)"},
     {"GNIO_COLL_THREADS", ConfigType::Int, "0",
      "threads per block of collective kernels (multiple of 32); 0 = 512 on GPUs, 4 on the host "
      "backend"},

@@ -17,8 +17,8 @@
 namespace gnio {
 
 namespace {
-constexpr const char* kKindNames[kCollKindCount] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
-                                                    "reduce",    "alltoall",       "alltoallv"};
+constexpr const char* kKindNames[kCollKindCount] = {
+    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall", "alltoallv"};
 constexpr const char* kAlgoNames[kCollAlgoCount] = {"auto", "ll", "oneshot", "twoshot", "ring"};
 }  // namespace
 
@@ -114,10 +114,11 @@ AlgoTable parse_algorithms(const std::string& spec, const char* source) {
     int kind = -1;
     for (int i = 0; i < kCollKindCount; ++i)
       if (kind_name == kKindNames[i]) kind = i;
-    GNIO_REQUIRE(kind >= 0,
-                 "%s: '%s' is not a collective; use allreduce, reduce_scatter, allgather, broadcast, "
-                 "reduce, alltoall or alltoallv",
-                 source, kind_name.c_str());
+    GNIO_REQUIRE(
+        kind >= 0,
+        "%s: '%s' is not a collective; use allreduce, reduce_scatter, allgather, broadcast, "
+        "reduce, alltoall or alltoallv",
+        source, kind_name.c_str());
     GNIO_REQUIRE(kind_has(static_cast<CollKind>(kind), a),
                  "%s: %s has no %s algorithm (twoshot: allreduce, broadcast, reduce; alltoallv: "
                  "ring only)",
@@ -149,10 +150,13 @@ CollConfig read_config() {
   const long long threads = config_int("GNIO_COLL_THREADS");
   c.ll_max = config_size("GNIO_COLL_LL_MAX");
   c.oneshot_max = config_size("GNIO_COLL_ONESHOT_MAX");
-  GNIO_REQUIRE(c.scratch >= (64u << 10), "GNIO_COLL_SCRATCH=%zu: collectives need at least 64K of scratch", c.scratch);
-  GNIO_REQUIRE(c.staging >= (64u << 10), "GNIO_COLL_STAGING=%zu: collectives need at least 64K of staging", c.staging);
+  GNIO_REQUIRE(c.scratch >= (64u << 10),
+               "GNIO_COLL_SCRATCH=%zu: collectives need at least 64K of scratch", c.scratch);
+  GNIO_REQUIRE(c.staging >= (64u << 10),
+               "GNIO_COLL_STAGING=%zu: collectives need at least 64K of staging", c.staging);
   GNIO_REQUIRE(depth >= 2 && depth <= 64, "GNIO_COLL_PIPE_DEPTH=%lld is not in [2, 64]", depth);
-  GNIO_REQUIRE(channels >= 1 && channels <= 64, "GNIO_COLL_CHANNELS=%lld is not in [1, 64]", channels);
+  GNIO_REQUIRE(channels >= 1 && channels <= 64, "GNIO_COLL_CHANNELS=%lld is not in [1, 64]",
+               channels);
   GNIO_REQUIRE(blocks >= 0 && blocks <= static_cast<long long>(kCollMaxBlocks),
                "GNIO_COLL_BLOCKS=%lld is not in [0, %u]", blocks, kCollMaxBlocks);
   GNIO_REQUIRE(threads == 0 || (threads >= 32 && threads <= 1024 && threads % 32 == 0),
@@ -173,8 +177,10 @@ struct Geometry {
 Geometry geometry(const CollConfig& c, std::size_t slots) {
   Geometry g;
   const std::size_t ll_area = c.scratch / 2, pipe_area = c.scratch - ll_area;
-  g.ll_slot = std::max<std::uint64_t>(kLLUnitBytes, (ll_area / (2 * slots)) & ~std::uint64_t{kLLUnitBytes - 1});
-  g.pipe_chunk = std::max<std::uint64_t>(kUnit, (pipe_area / (slots * kCollMaxBlocks * c.depth)) & ~std::uint64_t{kUnit - 1});
+  g.ll_slot = std::max<std::uint64_t>(kLLUnitBytes,
+                                      (ll_area / (2 * slots)) & ~std::uint64_t{kLLUnitBytes - 1});
+  g.pipe_chunk = std::max<std::uint64_t>(
+      kUnit, (pipe_area / (slots * kCollPipeBlocks * c.depth)) & ~std::uint64_t{kUnit - 1});
   return g;
 }
 
@@ -186,7 +192,8 @@ struct Channel {
 
 class CollState {
  public:
-  CollState() : cfg(read_config()), algos(parse_algorithms(config_text("GNIO_ALGO"), "GNIO_ALGO")) {}
+  CollState()
+      : cfg(read_config()), algos(parse_algorithms(config_text("GNIO_ALGO"), "GNIO_ALGO")) {}
 
   const CollConfig cfg;
   std::mutex mu;  // guards algos and channels
@@ -204,11 +211,12 @@ CollState& state(CommImpl& impl) {
 CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t id) {
   std::lock_guard<std::mutex> lock(impl.mutex);
   const std::size_t slots = impl.node_ranks.size();
-  const std::size_t blocks = kCollMaxBlocks;
+  const std::size_t blocks = kCollMaxBlocks, pipe_blocks = kCollPipeBlocks;
   const Geometry geo = geometry(cfg, slots);
   CollChannel ch;
   ch.slots = static_cast<std::uint32_t>(slots);
   ch.max_blocks = kCollMaxBlocks;
+  ch.pipe_blocks = kCollPipeBlocks;
   ch.pipe_depth = cfg.depth;
   ch.ll_slot_bytes = geo.ll_slot;
   ch.pipe_chunk = geo.pipe_chunk;
@@ -231,7 +239,7 @@ CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t 
     impl.internal_bytes += bytes;
     return SymPtr<char>{impl.heap_id, 0, off};
   };
-  ch.pipe = alloc_raw(slots * blocks * cfg.depth * geo.pipe_chunk);
+  ch.pipe = alloc_raw(slots * pipe_blocks * cfg.depth * geo.pipe_chunk);
   ch.stage_in = alloc_raw(cfg.staging);
   ch.stage_out = alloc_raw(cfg.staging);
   // Every rank's words are clear before any peer can write into them.
@@ -253,11 +261,12 @@ CollChannel channel_for(CommImpl& impl, CollState& st, StreamRef stream) {
   for (const Channel& c : st.channels)
     if (c.key == key && c.host == host) return c.dev;
   const int rank = impl.bootstrap->rank();
-  GNIO_REQUIRE(st.channels.size() < st.cfg.channels,
-               "rank %d: this is stream number %zu used for collectives on this communicator, but "
-               "GNIO_COLL_CHANNELS allows %u; reuse streams or raise GNIO_COLL_CHANNELS (the same on "
-               "every rank)",
-               rank, st.channels.size() + 1, st.cfg.channels);
+  GNIO_REQUIRE(
+      st.channels.size() < st.cfg.channels,
+      "rank %d: this is stream number %zu used for collectives on this communicator, but "
+      "GNIO_COLL_CHANNELS allows %u; reuse streams or raise GNIO_COLL_CHANNELS (the same on "
+      "every rank)",
+      rank, st.channels.size() + 1, st.cfg.channels);
   GNIO_REQUIRE(!coll_stream_capturing(stream),
                "rank %d: the first collective on a stream sets up its channel with the other ranks "
                "and cannot be captured into a CUDA graph; call gnio::coll_prepare(comm, stream) "
@@ -273,10 +282,11 @@ CollChannel channel_for(CommImpl& impl, CollState& st, StreamRef stream) {
 
 void check_stream(const Comm& comm, StreamRef stream) {
   const bool host_backend = comm.backend() == Backend::Host;
-  GNIO_REQUIRE(stream.is_host() == host_backend,
-               "rank %d: a %s stream was given to a collective on a communicator of the %s backend; "
-               "use a gnio::Stream of this communicator",
-               comm.rank(), stream.is_host() ? "host-backend" : "CUDA", to_string(comm.backend()));
+  GNIO_REQUIRE(
+      stream.is_host() == host_backend,
+      "rank %d: a %s stream was given to a collective on a communicator of the %s backend; "
+      "use a gnio::Stream of this communicator",
+      comm.rank(), stream.is_host() ? "host-backend" : "CUDA", to_string(comm.backend()));
   if (comm.nodes() > 1)
     fail(ErrorClass::Unsupported,
          "rank %d: collectives over %d nodes need the network transport, which is not there yet; "
@@ -284,7 +294,8 @@ void check_stream(const Comm& comm, StreamRef stream) {
          comm.rank(), comm.nodes());
 }
 
-CollComm make_coll_comm(const Comm& comm, const CollState& st, const CollChannel& ch, const Team& team) {
+CollComm make_coll_comm(const Comm& comm, const CollState& st, const CollChannel& ch,
+                        const Team& team) {
   CollComm cc;
   cc.dc = comm.device_comm();
   cc.team = team;
@@ -310,8 +321,12 @@ bool reducing(CollKind k) {
   return k == CollKind::AllReduce || k == CollKind::ReduceScatter || k == CollKind::Reduce;
 }
 /// Input (and output) hold one block per rank.
-bool gathered_in(CollKind k) { return k == CollKind::ReduceScatter || k == CollKind::AllToAll; }
-bool gathered_out(CollKind k) { return k == CollKind::AllGather || k == CollKind::AllToAll; }
+bool gathered_in(CollKind k) {
+  return k == CollKind::ReduceScatter || k == CollKind::AllToAll;
+}
+bool gathered_out(CollKind k) {
+  return k == CollKind::AllGather || k == CollKind::AllToAll;
+}
 
 /// Largest byte count a call may describe (keeps every unit computation far from overflow).
 constexpr std::size_t kMaxBytes = std::size_t{1} << 50;
@@ -321,50 +336,59 @@ void validate(const Comm& comm, const Request& r) {
   const int n = comm.size(), me = comm.rank();
   const char* what = to_string(r.kind);
   GNIO_REQUIRE(static_cast<unsigned>(r.type) < static_cast<unsigned>(kDataTypeCount),
-               "rank %d: %s: data type %d is not a gnio::DataType", me, what, static_cast<int>(r.type));
+               "rank %d: %s: data type %d is not a gnio::DataType", me, what,
+               static_cast<int>(r.type));
   if (reducing(r.kind)) {
     GNIO_REQUIRE(static_cast<unsigned>(r.op) < static_cast<unsigned>(kRedOpCount),
                  "rank %d: %s: operator %d is not a gnio::RedOp", me, what, static_cast<int>(r.op));
-    GNIO_REQUIRE(!is_bitwise(r.op) || is_integer(r.type),
-                 "rank %d: %s: bitwise %s needs an integer type (i32, i64, u8), not %s; nothing was "
-                 "enqueued",
-                 me, what, to_string(r.op), to_string(r.type));
+    GNIO_REQUIRE(
+        !is_bitwise(r.op) || is_integer(r.type),
+        "rank %d: %s: bitwise %s needs an integer type (i32, i64, u8), not %s; nothing was "
+        "enqueued",
+        me, what, to_string(r.op), to_string(r.type));
   }
   if (r.kind == CollKind::Broadcast || r.kind == CollKind::Reduce)
-    GNIO_REQUIRE(r.root >= 0 && r.root < n, "rank %d: %s: root %d is not a rank of [0, %d)", me, what,
-                 r.root, n);
+    GNIO_REQUIRE(r.root >= 0 && r.root < n, "rank %d: %s: root %d is not a rank of [0, %d)", me,
+                 what, r.root, n);
   const std::size_t es = size_of(r.type);
   if (r.kind == CollKind::AllToAllV) {
     GNIO_REQUIRE(n <= kMaxAlltoallvRanks,
-                 "rank %d: alltoallv over %d ranks; at most %d are supported", me, n, kMaxAlltoallvRanks);
+                 "rank %d: alltoallv over %d ranks; at most %d are supported", me, n,
+                 kMaxAlltoallvRanks);
     static const char* kNames[4] = {"send_counts", "send_displs", "recv_counts", "recv_displs"};
     bool any_send = false, any_recv = false;
     for (int i = 0; i < 4; ++i)
       GNIO_REQUIRE(r.a2av[i].size() == static_cast<std::size_t>(n),
-                   "rank %d: alltoallv: %s has %zu entries; it needs one per rank (%d)", me, kNames[i],
-                   r.a2av[i].size(), n);
+                   "rank %d: alltoallv: %s has %zu entries; it needs one per rank (%d)", me,
+                   kNames[i], r.a2av[i].size(), n);
     for (int p = 0; p < n; ++p) {
       const std::size_t sc = r.a2av[0][p], sd = r.a2av[1][p], rc = r.a2av[2][p], rd = r.a2av[3][p];
-      GNIO_REQUIRE(sc <= kMaxBytes / es && sd <= kMaxBytes / es && rc <= kMaxBytes / es && rd <= kMaxBytes / es,
+      GNIO_REQUIRE(sc <= kMaxBytes / es && sd <= kMaxBytes / es && rc <= kMaxBytes / es &&
+                       rd <= kMaxBytes / es,
                    "rank %d: alltoallv: counts or displacements for rank %d are too large", me, p);
       any_send |= sc > 0;
       any_recv |= rc > 0;
     }
-    GNIO_REQUIRE(!any_send || r.send, "rank %d: alltoallv: send is null but counts are not zero", me);
-    GNIO_REQUIRE(!any_recv || r.recv, "rank %d: alltoallv: recv is null but counts are not zero", me);
+    GNIO_REQUIRE(!any_send || r.send, "rank %d: alltoallv: send is null but counts are not zero",
+                 me);
+    GNIO_REQUIRE(!any_recv || r.recv, "rank %d: alltoallv: recv is null but counts are not zero",
+                 me);
     GNIO_REQUIRE(!(any_send && any_recv && r.send == r.recv),
                  "rank %d: alltoallv cannot run in place (send == recv)", me);
     return;
   }
-  const std::size_t blocks = gathered_in(r.kind) || gathered_out(r.kind) ? static_cast<std::size_t>(n) : 1;
+  const std::size_t blocks =
+      gathered_in(r.kind) || gathered_out(r.kind) ? static_cast<std::size_t>(n) : 1;
   GNIO_REQUIRE(r.count <= kMaxBytes / es / blocks,
-               "rank %d: %s: count %zu of %s overflows (at most %zu elements in all)", me, what, r.count,
-               to_string(r.type), kMaxBytes / es / blocks);
+               "rank %d: %s: count %zu of %s overflows (at most %zu elements in all)", me, what,
+               r.count, to_string(r.type), kMaxBytes / es / blocks);
   if (r.count == 0) return;
   const bool send_needed = !(r.kind == CollKind::Broadcast && me != r.root);
   const bool recv_needed = !(r.kind == CollKind::Reduce && me != r.root);
-  GNIO_REQUIRE(!send_needed || r.send, "rank %d: %s: send is null with count %zu", me, what, r.count);
-  GNIO_REQUIRE(!recv_needed || r.recv, "rank %d: %s: recv is null with count %zu", me, what, r.count);
+  GNIO_REQUIRE(!send_needed || r.send, "rank %d: %s: send is null with count %zu", me, what,
+               r.count);
+  GNIO_REQUIRE(!recv_needed || r.recv, "rank %d: %s: recv is null with count %zu", me, what,
+               r.count);
   if (r.kind == CollKind::AllToAll)
     GNIO_REQUIRE(r.send != r.recv, "rank %d: alltoall cannot run in place (send == recv)", me);
 }
@@ -398,8 +422,10 @@ CollAlgo resolve(CollState& st, const CollComm& cc, const CollArgs& full) {
 LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, const CollArgs& a, int n,
                     std::uint64_t pipe_chunk) {
   std::size_t work = units_of(a.bytes);
-  if (a.kind == CollKind::AllToAllV) work = 1u << 16;
-  else if (gathered_in(a.kind) || gathered_out(a.kind)) work *= static_cast<std::size_t>(n);
+  if (a.kind == CollKind::AllToAllV)
+    work = 1u << 16;
+  else if (gathered_in(a.kind) || gathered_out(a.kind))
+    work *= static_cast<std::size_t>(n);
   LaunchDims d;
   if (host) {
     // CPU threads: few, but two blocks whenever there is work for both (exercises the per-block
@@ -408,22 +434,31 @@ LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, const CollA
     d.grid = work >= 2 ? 2 : 1;
   } else {
     d.block = cfg.threads ? cfg.threads : 512;
-    auto clamp = [](std::size_t v, std::size_t hi) { return static_cast<unsigned>(std::max<std::size_t>(1, std::min(v, hi))); };
+    auto clamp = [](std::size_t v, std::size_t hi) {
+      return static_cast<unsigned>(std::max<std::size_t>(1, std::min(v, hi)));
+    };
+    // Blocks by work (oneshot/twoshot threads move 4 units per iteration); at most 32 unless
+    // GNIO_COLL_BLOCKS asks for more (up to kCollMaxBlocks).
+    constexpr std::size_t kDefaultBlocks = 32;
     switch (algo) {
       case CollAlgo::LL: d.grid = clamp((work + d.block - 1) / d.block, 16); break;
-      case CollAlgo::OneShot: d.grid = clamp((work + 2 * d.block - 1) / (2 * d.block), kCollMaxBlocks); break;
+      case CollAlgo::OneShot:
+        d.grid = clamp((work + 4 * d.block - 1) / (4 * d.block), kDefaultBlocks);
+        break;
       case CollAlgo::TwoShot:
-        d.grid = clamp((work / static_cast<std::size_t>(n) + d.block - 1) / d.block, kCollMaxBlocks);
+        d.grid = clamp((work / static_cast<std::size_t>(n) + 4 * d.block - 1) / (4 * d.block),
+                       kDefaultBlocks);
         break;
       default: {
-        const std::size_t seg = a.kind == CollKind::AllReduce ? work / static_cast<std::size_t>(n) : units_of(a.bytes);
-        d.grid = clamp((seg + pipe_chunk / kUnit - 1) / (pipe_chunk / kUnit), 16);
+        const std::size_t seg =
+            a.kind == CollKind::AllReduce ? work / static_cast<std::size_t>(n) : units_of(a.bytes);
+        d.grid = clamp((seg + pipe_chunk / kUnit - 1) / (pipe_chunk / kUnit), kCollPipeBlocks);
         break;
       }
     }
   }
   if (cfg.blocks) d.grid = cfg.blocks;
-  d.grid = std::min(d.grid, kCollMaxBlocks);
+  d.grid = std::min(d.grid, algo == CollAlgo::Ring ? kCollPipeBlocks : kCollMaxBlocks);
   return d;
 }
 
@@ -494,7 +529,8 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
 
   // Which of this rank's buffers peers access (and so must be in the heap, or staged).
   const bool in_shared = direct && !(r.kind == CollKind::Broadcast && me != r.root);
-  const bool out_shared = algo == CollAlgo::TwoShot && !(r.kind == CollKind::Reduce && me != r.root);
+  const bool out_shared =
+      algo == CollAlgo::TwoShot && !(r.kind == CollKind::Reduce && me != r.root);
   const std::size_t in_total = full.bytes * (gathered_in(r.kind) ? static_cast<std::size_t>(n) : 1);
   const bool stage_in = in_shared && !in_heap(impl, r.send, in_total);
   const bool stage_out = out_shared && !in_heap(impl, r.recv, full.bytes);
@@ -514,8 +550,8 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
     if (stage_in) {
       if (gathered_in(r.kind)) {
         for (int m = 0; m < n; ++m)
-          comm.copy(stage_in_ptr + static_cast<std::size_t>(m) * a.bytes, a.in + static_cast<std::size_t>(m) * full.in_stride,
-                    a.bytes, stream);
+          comm.copy(stage_in_ptr + static_cast<std::size_t>(m) * a.bytes,
+                    a.in + static_cast<std::size_t>(m) * full.in_stride, a.bytes, stream);
         a.in_stride = a.bytes;
       } else {
         comm.copy(stage_in_ptr, a.in, a.bytes, stream);
@@ -637,7 +673,9 @@ CollComm coll_comm(Comm& comm, StreamRef stream, const Team& team) {
   return detail::make_coll_comm(comm, st, ch, team);
 }
 
-CollComm coll_comm(Comm& comm, StreamRef stream) { return coll_comm(comm, stream, comm.world()); }
+CollComm coll_comm(Comm& comm, StreamRef stream) {
+  return coll_comm(comm, stream, comm.world());
+}
 
 void coll_set_algorithm(Comm& comm, const std::string& spec) {
   const detail::AlgoTable t = detail::parse_algorithms(spec, "coll_set_algorithm");

@@ -35,7 +35,8 @@ struct CollKernel {
   CollComm cc;
   CollArgs args;
   GNIO_HD void operator()() const {
-    (void)cc.run<Block, T, Op>(args, dev::block(), dev::grid_size(), CallSite("gnio collective", 0));
+    (void)cc.run<Block, T, Op>(args, dev::block(), dev::grid_size(),
+                               CallSite("gnio collective", 0));
   }
 };
 
@@ -47,7 +48,8 @@ struct CollA2avKernel {
   GNIO_HD void operator()() const {
     CollArgs a = args;
     a.a2av = table;
-    (void)cc.run<Block, std::uint8_t, CopyOp>(a, dev::block(), dev::grid_size(), CallSite("gnio collective", 0));
+    (void)cc.run<Block, std::uint8_t, CopyOp>(a, dev::block(), dev::grid_size(),
+                                              CallSite("gnio collective", 0));
   }
 };
 

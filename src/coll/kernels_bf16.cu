@@ -3,6 +3,8 @@
 
 namespace gnio::detail {
 
-void coll_launch_bf16(RedOp op, const CollLaunch& l) { launch_arith<gnio::bfloat16>(op, l); }
+void coll_launch_bf16(RedOp op, const CollLaunch& l) {
+  launch_arith<gnio::bfloat16>(op, l);
+}
 
 }  // namespace gnio::detail

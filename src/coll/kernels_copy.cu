@@ -28,7 +28,8 @@ void coll_launch_copy(const CollLaunch& l) {
   k.cc = l.cc;
   k.args = l.args;
   std::memset(k.table, 0, sizeof(k.table));
-  std::memcpy(k.table, l.a2av, sizeof(std::uint64_t) * 4 * static_cast<std::size_t>(l.cc.team.size));
+  std::memcpy(k.table, l.a2av,
+              sizeof(std::uint64_t) * 4 * static_cast<std::size_t>(l.cc.team.size));
   launch(l.stream, l.dims, k);
 }
 

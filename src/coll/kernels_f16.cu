@@ -3,6 +3,8 @@
 
 namespace gnio::detail {
 
-void coll_launch_f16(RedOp op, const CollLaunch& l) { launch_arith<gnio::half>(op, l); }
+void coll_launch_f16(RedOp op, const CollLaunch& l) {
+  launch_arith<gnio::half>(op, l);
+}
 
 }  // namespace gnio::detail

@@ -3,6 +3,8 @@
 
 namespace gnio::detail {
 
-void coll_launch_f32(RedOp op, const CollLaunch& l) { launch_arith<float>(op, l); }
+void coll_launch_f32(RedOp op, const CollLaunch& l) {
+  launch_arith<float>(op, l);
+}
 
 }  // namespace gnio::detail

@@ -3,6 +3,8 @@
 
 namespace gnio::detail {
 
-void coll_launch_f64(RedOp op, const CollLaunch& l) { launch_arith<double>(op, l); }
+void coll_launch_f64(RedOp op, const CollLaunch& l) {
+  launch_arith<double>(op, l);
+}
 
 }  // namespace gnio::detail

@@ -16,7 +16,9 @@ using gnio::SymPtr;
 using gnio_test::comm;
 using gnio_test::stream;
 
-bool host() { return comm().backend() == gnio::Backend::Host; }
+bool host() {
+  return comm().backend() == gnio::Backend::Host;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Repeated in-place allreduce by one group while another block of the kernel does other work.
@@ -50,13 +52,16 @@ void check_repeated_allreduce(unsigned threads) {
   SymPtr<float> buf = c.alloc<float>(count);
   auto* bad = static_cast<std::uint32_t*>(c.alloc_device(4));
   std::size_t wrong = 0;
-  for (CollAlgo algo : {CollAlgo::Auto, CollAlgo::LL, CollAlgo::OneShot, CollAlgo::TwoShot, CollAlgo::Ring}) {
+  for (CollAlgo algo :
+       {CollAlgo::Auto, CollAlgo::LL, CollAlgo::OneShot, CollAlgo::TwoShot, CollAlgo::Ring}) {
     std::vector<float> in(count);
-    for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<float>(input_value(gnio::DataType::F32, gnio::RedOp::Sum, me, i));
+    for (std::size_t i = 0; i < count; ++i)
+      in[i] = static_cast<float>(input_value(gnio::DataType::F32, gnio::RedOp::Sum, me, i));
     gnio_test::to_device(c.local(buf), in.data(), count * sizeof(float));
     std::uint32_t zero = 0;
     gnio_test::to_device(bad, &zero, 4);
-    allreduce_kernel<Coop>(gnio::coll_comm(c, stream()), c.local(buf), count, algo, repeats, threads, bad);
+    allreduce_kernel<Coop>(gnio::coll_comm(c, stream()), c.local(buf), count, algo, repeats,
+                           threads, bad);
     c.synchronize(stream());
     std::uint32_t fails = 1;
     gnio_test::to_host(&fails, bad, 4);
@@ -68,7 +73,9 @@ void check_repeated_allreduce(unsigned threads) {
       for (int r = 0; r < n; ++r) s += input_value(gnio::DataType::F32, gnio::RedOp::Sum, r, i);
       for (int k = 1; k < repeats; ++k) s *= n;
       if (got[i] != static_cast<float>(s)) {
-        if (wrong < 4) ADD_FAILURE() << gnio::to_string(algo) << " element " << i << ": " << got[i] << " != " << s;
+        if (wrong < 4)
+          ADD_FAILURE() << gnio::to_string(algo) << " element " << i << ": " << got[i]
+                        << " != " << s;
         ++wrong;
       }
     }
@@ -78,9 +85,15 @@ void check_repeated_allreduce(unsigned threads) {
   c.free(buf);
 }
 
-TEST(CollDevice, AllReduceBlock) { check_repeated_allreduce<gnio::Block>(host() ? 8 : 256); }
-TEST(CollDevice, AllReduceWarp) { check_repeated_allreduce<gnio::Warp>(32); }
-TEST(CollDevice, AllReduceThread) { check_repeated_allreduce<gnio::Thread>(host() ? 2 : 64); }
+TEST(CollDevice, AllReduceBlock) {
+  check_repeated_allreduce<gnio::Block>(host() ? 8 : 256);
+}
+TEST(CollDevice, AllReduceWarp) {
+  check_repeated_allreduce<gnio::Warp>(32);
+}
+TEST(CollDevice, AllReduceThread) {
+  check_repeated_allreduce<gnio::Thread>(host() ? 2 : 64);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Every collective, one after the other, in one kernel.
@@ -121,22 +134,27 @@ std::int32_t val(int b, int r, std::size_t i) {
   return b * 1000 + static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(r) * 3) % 50);
 }
 
-void sequence_kernel(CollComm cc, std::int32_t* base, SeqLayout L, int root, const std::uint64_t* table,
-                     CollAlgo algo, unsigned threads, std::uint32_t* bad) {
+void sequence_kernel(CollComm cc, std::int32_t* base, SeqLayout L, int root,
+                     const std::uint64_t* table, CollAlgo algo, unsigned threads,
+                     std::uint32_t* bad) {
   gnio::launch(stream(), {.grid = 1, .block = threads}, [=] GNIO_HD() {
     using gnio::Block;
     const CollAlgo two = algo == CollAlgo::TwoShot ? CollAlgo::TwoShot : algo;
     const CollAlgo other = algo == CollAlgo::TwoShot ? CollAlgo::Auto : algo;
     const CollAlgo v = algo == CollAlgo::Ring ? CollAlgo::Ring : CollAlgo::Auto;
     std::uint32_t fails = 0;
-    fails += cc.allreduce<Block>(base + L.ar_in, base + L.ar_out, L.count, gnio::op::Sum{}, two) != Status::Ok;
-    fails += cc.reduce_scatter<Block>(base + L.rs_in, base + L.rs_out, L.count, gnio::op::Max{}, other) != Status::Ok;
+    fails += cc.allreduce<Block>(base + L.ar_in, base + L.ar_out, L.count, gnio::op::Sum{}, two) !=
+             Status::Ok;
+    fails += cc.reduce_scatter<Block>(base + L.rs_in, base + L.rs_out, L.count, gnio::op::Max{},
+                                      other) != Status::Ok;
     fails += cc.allgather<Block>(base + L.ag_in, base + L.ag_out, L.count, other) != Status::Ok;
     fails += cc.broadcast<Block>(base + L.bc, base + L.bc, L.count, root, two) != Status::Ok;
-    fails += cc.reduce<Block>(base + L.red_in, base + L.red_out, L.count, gnio::op::Sum{}, root, two) != Status::Ok;
+    fails += cc.reduce<Block>(base + L.red_in, base + L.red_out, L.count, gnio::op::Sum{}, root,
+                              two) != Status::Ok;
     fails += cc.alltoall<Block>(base + L.a2a_in, base + L.a2a_out, L.count, other) != Status::Ok;
     fails += cc.alltoallv<Block>(base + L.a2av_in, base + L.a2av_out, table, v) != Status::Ok;
-    if (gnio::dev::thread() == 0) gnio::dev::atomic_fetch_add(bad, fails, gnio::dev::Order::Relaxed);
+    if (gnio::dev::thread() == 0)
+      gnio::dev::atomic_fetch_add(bad, fails, gnio::dev::Order::Relaxed);
   });
 }
 
@@ -163,7 +181,8 @@ TEST(CollDevice, EveryCollectiveInOneKernel) {
   }
   gnio_test::to_device(table, t.data(), t.size() * sizeof(std::uint64_t));
   int round = 0;
-  for (CollAlgo algo : {CollAlgo::Auto, CollAlgo::LL, CollAlgo::OneShot, CollAlgo::TwoShot, CollAlgo::Ring}) {
+  for (CollAlgo algo :
+       {CollAlgo::Auto, CollAlgo::LL, CollAlgo::OneShot, CollAlgo::TwoShot, CollAlgo::Ring}) {
     const int root = (round++ + 1) % n;
     std::vector<std::int32_t> h(L.total, -7);
     for (std::size_t i = 0; i < L.count; ++i) {
@@ -177,12 +196,14 @@ TEST(CollDevice, EveryCollectiveInOneKernel) {
       h[L.a2a_in + i] = val(6, me, i);
     }
     for (int q = 0; q < n; ++q)
-      for (std::uint64_t k = 0; k < t[q]; ++k) h[L.a2av_in + t[nn + q] + k] = val(7, me, static_cast<std::size_t>(q) * 1000 + k);
+      for (std::uint64_t k = 0; k < t[q]; ++k)
+        h[L.a2av_in + t[nn + q] + k] = val(7, me, static_cast<std::size_t>(q) * 1000 + k);
     gnio_test::to_device(c.local(buf), h.data(), h.size() * sizeof(std::int32_t));
     std::uint32_t zero = 0;
     gnio_test::to_device(bad, &zero, 4);
     c.bootstrap().barrier();
-    sequence_kernel(gnio::coll_comm(c, stream()), c.local(buf), L, root, table, algo, host() ? 8 : 256, bad);
+    sequence_kernel(gnio::coll_comm(c, stream()), c.local(buf), L, root, table, algo,
+                    host() ? 8 : 256, bad);
     c.synchronize(stream());
     std::uint32_t fails = 1;
     gnio_test::to_host(&fails, bad, 4);
@@ -203,7 +224,8 @@ TEST(CollDevice, EveryCollectiveInOneKernel) {
       if (me == root) w[L.red_out + i] = sum_red;
       for (int m = 0; m < n; ++m) {
         w[L.ag_out + static_cast<std::size_t>(m) * L.count + i] = val(3, m, i);
-        w[L.a2a_out + static_cast<std::size_t>(m) * L.count + i] = val(6, m, static_cast<std::size_t>(me) * L.count + i);
+        w[L.a2a_out + static_cast<std::size_t>(m) * L.count + i] =
+            val(6, m, static_cast<std::size_t>(me) * L.count + i);
       }
     }
     for (int q = 0; q < n; ++q)
@@ -211,7 +233,9 @@ TEST(CollDevice, EveryCollectiveInOneKernel) {
         w[L.a2av_out + t[3 * nn + q] + k] = val(7, q, static_cast<std::size_t>(me) * 1000 + k);
     for (std::size_t i = 0; i < L.total; ++i)
       if (g[i] != w[i]) {
-        if (wrong < 6) ADD_FAILURE() << gnio::to_string(algo) << ": element " << i << " is " << g[i] << ", expected " << w[i];
+        if (wrong < 6)
+          ADD_FAILURE() << gnio::to_string(algo) << ": element " << i << " is " << g[i]
+                        << ", expected " << w[i];
         ++wrong;
       }
     c.bootstrap().barrier();
@@ -231,7 +255,8 @@ void team_kernel(CollComm cc, std::int64_t* buf, std::size_t count, CollAlgo alg
     std::uint32_t fails = 0;
     fails += cc.allreduce<gnio::Block>(buf, buf, count, gnio::op::Sum{}, algo) != Status::Ok;
     fails += cc.allreduce<gnio::Block>(buf, buf, count, gnio::op::Min{}, algo) != Status::Ok;
-    if (gnio::dev::thread() == 0) gnio::dev::atomic_fetch_add(bad, fails, gnio::dev::Order::Relaxed);
+    if (gnio::dev::thread() == 0)
+      gnio::dev::atomic_fetch_add(bad, fails, gnio::dev::Order::Relaxed);
   });
 }
 
@@ -243,15 +268,19 @@ TEST(CollDevice, SubTeams) {
   SymPtr<std::int64_t> buf = c.alloc<std::int64_t>(count);
   auto* bad = static_cast<std::uint32_t*>(c.alloc_device(4));
   std::size_t wrong = 0;
-  for (CollAlgo algo : {CollAlgo::LL, CollAlgo::OneShot, CollAlgo::TwoShot, CollAlgo::Ring, CollAlgo::Auto}) {
+  for (CollAlgo algo :
+       {CollAlgo::LL, CollAlgo::OneShot, CollAlgo::TwoShot, CollAlgo::Ring, CollAlgo::Auto}) {
     std::vector<std::int64_t> h(count);
-    for (std::size_t i = 0; i < count; ++i) h[i] = static_cast<std::int64_t>(i * 3 + static_cast<std::size_t>(me) * 11);
+    for (std::size_t i = 0; i < count; ++i)
+      h[i] = static_cast<std::int64_t>(i * 3 + static_cast<std::size_t>(me) * 11);
     gnio_test::to_device(c.local(buf), h.data(), count * 8);
     std::uint32_t zero = 0;
     gnio_test::to_device(bad, &zero, 4);
-    team_kernel(gnio::coll_comm(c, stream(), team), c.local(buf), count, algo, host() ? 8 : 256, bad);
+    team_kernel(gnio::coll_comm(c, stream(), team), c.local(buf), count, algo, host() ? 8 : 256,
+                bad);
     // World collectives on the same channel interleave with the team's.
-    gnio::allreduce(c, c.local(buf), c.local(buf), count, gnio::DataType::I64, gnio::RedOp::Max, stream());
+    gnio::allreduce(c, c.local(buf), c.local(buf), count, gnio::DataType::I64, gnio::RedOp::Max,
+                    stream());
     c.synchronize(stream());
     std::uint32_t fails = 1;
     gnio_test::to_host(&fails, bad, 4);
@@ -262,11 +291,14 @@ TEST(CollDevice, SubTeams) {
       std::int64_t best = 0;
       for (int parity = 0; parity < 2 && parity < n; ++parity) {
         std::int64_t s = 0;
-        for (int r = parity; r < n; r += 2) s += static_cast<std::int64_t>(i * 3 + static_cast<std::size_t>(r) * 11);
+        for (int r = parity; r < n; r += 2)
+          s += static_cast<std::int64_t>(i * 3 + static_cast<std::size_t>(r) * 11);
         best = std::max(best, s);
       }
       if (h[i] != best) {
-        if (wrong < 4) ADD_FAILURE() << gnio::to_string(algo) << " element " << i << ": " << h[i] << " != " << best;
+        if (wrong < 4)
+          ADD_FAILURE() << gnio::to_string(algo) << " element " << i << ": " << h[i]
+                        << " != " << best;
         ++wrong;
       }
     }

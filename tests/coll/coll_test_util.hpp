@@ -25,7 +25,9 @@ inline const DataType kAllTypes[] = {DataType::F32, DataType::F16,    DataType::
 inline const RedOp kArithOps[] = {RedOp::Sum, RedOp::Prod, RedOp::Min, RedOp::Max};
 inline const RedOp kBitOps[] = {RedOp::BitAnd, RedOp::BitOr, RedOp::BitXor};
 
-inline bool is_signed(DataType t) { return t != DataType::U8; }
+inline bool is_signed(DataType t) {
+  return t != DataType::U8;
+}
 
 inline std::uint64_t mix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -46,11 +48,11 @@ inline double input_value(DataType t, RedOp op, int r, std::size_t i) {
   if (op == RedOp::Sum) {
     const std::size_t h = i * 7 + ri * 13;
     switch (t) {
-      case DataType::F16: return static_cast<double>(h % 129) - 64;    // |sum| <= 512
-      case DataType::BF16: return static_cast<double>(h % 17) - 8;     // |sum| <= 64
+      case DataType::F16: return static_cast<double>(h % 129) - 64;             // |sum| <= 512
+      case DataType::BF16: return static_cast<double>(h % 17) - 8;              // |sum| <= 64
       case DataType::F8E4M3: return static_cast<double>((i * 3 + ri) % 4) - 1;  // [-8, 16]
       case DataType::F8E5M2: return static_cast<double>((i * 3 + ri) % 3) - 1;  // [-8, 8]
-      case DataType::U8: return static_cast<double>(h % 20);           // <= 152
+      case DataType::U8: return static_cast<double>(h % 20);                    // <= 152
       default: return static_cast<double>(h % 2001) - 1000;
     }
   }
@@ -77,15 +79,47 @@ inline std::uint64_t input_bits(DataType t, int r, std::size_t i) {
 /// Writes `v` as one element of type t at `dst`.
 inline void encode(DataType t, double v, void* dst) {
   switch (t) {
-    case DataType::F32: { const float x = static_cast<float>(v); std::memcpy(dst, &x, 4); break; }
+    case DataType::F32: {
+      const float x = static_cast<float>(v);
+      std::memcpy(dst, &x, 4);
+      break;
+    }
     case DataType::F64: std::memcpy(dst, &v, 8); break;
-    case DataType::F16: { const gnio::half x = gnio::from_float<gnio::half>(static_cast<float>(v)); std::memcpy(dst, &x, 2); break; }
-    case DataType::BF16: { const gnio::bfloat16 x = gnio::from_float<gnio::bfloat16>(static_cast<float>(v)); std::memcpy(dst, &x, 2); break; }
-    case DataType::F8E4M3: { const gnio::fp8_e4m3 x(static_cast<float>(v)); std::memcpy(dst, &x, 1); break; }
-    case DataType::F8E5M2: { const gnio::fp8_e5m2 x(static_cast<float>(v)); std::memcpy(dst, &x, 1); break; }
-    case DataType::I32: { const std::int32_t x = static_cast<std::int32_t>(std::llround(v)); std::memcpy(dst, &x, 4); break; }
-    case DataType::I64: { const std::int64_t x = std::llround(v); std::memcpy(dst, &x, 8); break; }
-    case DataType::U8: { const std::uint8_t x = static_cast<std::uint8_t>(std::llround(v)); std::memcpy(dst, &x, 1); break; }
+    case DataType::F16: {
+      const gnio::half x = gnio::from_float<gnio::half>(static_cast<float>(v));
+      std::memcpy(dst, &x, 2);
+      break;
+    }
+    case DataType::BF16: {
+      const gnio::bfloat16 x = gnio::from_float<gnio::bfloat16>(static_cast<float>(v));
+      std::memcpy(dst, &x, 2);
+      break;
+    }
+    case DataType::F8E4M3: {
+      const gnio::fp8_e4m3 x(static_cast<float>(v));
+      std::memcpy(dst, &x, 1);
+      break;
+    }
+    case DataType::F8E5M2: {
+      const gnio::fp8_e5m2 x(static_cast<float>(v));
+      std::memcpy(dst, &x, 1);
+      break;
+    }
+    case DataType::I32: {
+      const std::int32_t x = static_cast<std::int32_t>(std::llround(v));
+      std::memcpy(dst, &x, 4);
+      break;
+    }
+    case DataType::I64: {
+      const std::int64_t x = std::llround(v);
+      std::memcpy(dst, &x, 8);
+      break;
+    }
+    case DataType::U8: {
+      const std::uint8_t x = static_cast<std::uint8_t>(std::llround(v));
+      std::memcpy(dst, &x, 1);
+      break;
+    }
   }
 }
 inline void encode_bits(DataType t, std::uint64_t bits, void* dst) {
@@ -94,8 +128,10 @@ inline void encode_bits(DataType t, std::uint64_t bits, void* dst) {
 
 /// Writes element i of rank r's input for (t, op) at dst.
 inline void input_element(DataType t, RedOp op, int r, std::size_t i, void* dst) {
-  if (gnio::is_bitwise(op)) encode_bits(t, input_bits(t, r, i), dst);
-  else encode(t, input_value(t, op, r, i), dst);
+  if (gnio::is_bitwise(op))
+    encode_bits(t, input_bits(t, r, i), dst);
+  else
+    encode(t, input_value(t, op, r, i), dst);
 }
 
 /// The reduction over ranks 0..n-1 of element i (index into each rank's input), as bytes.
@@ -125,8 +161,9 @@ inline void expected_reduction(DataType t, RedOp op, int n, std::size_t i, void*
 inline constexpr std::uint8_t kPoison = 0xA5;
 
 /// Counts elements of `got` (es bytes each) that differ from `want`; reports the first few.
-inline std::size_t count_wrong(const std::vector<std::uint8_t>& got, const std::vector<std::uint8_t>& want,
-                               std::size_t es, const std::string& what) {
+inline std::size_t count_wrong(const std::vector<std::uint8_t>& got,
+                               const std::vector<std::uint8_t>& want, std::size_t es,
+                               const std::string& what) {
   std::size_t wrong = 0;
   const std::size_t elems = got.size() / es;
   for (std::size_t e = 0; e < elems; ++e) {

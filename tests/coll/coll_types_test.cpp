@@ -54,17 +54,19 @@ TEST(CollTypes, Fp8KnownValues) {
   EXPECT_EQ(e4(1.0f), 0x38u);
   EXPECT_EQ(e4(-2.0f), 0xc0u);
   EXPECT_EQ(e4(448.0f), 0x7eu);
-  EXPECT_EQ(e4(0.001953125f), 0x01u);  // 2^-9, the smallest subnormal
-  EXPECT_EQ(e4(1.0625f), 0x38u);       // halfway 1.0 / 1.125: to even (1.0)
-  EXPECT_EQ(e4(1.1875f), 0x3au);       // halfway 1.125 / 1.25: to even (1.25)
+  EXPECT_EQ(e4(0.001953125f), 0x01u);     // 2^-9, the smallest subnormal
+  EXPECT_EQ(e4(1.0625f), 0x38u);          // halfway 1.0 / 1.125: to even (1.0)
+  EXPECT_EQ(e4(1.1875f), 0x3au);          // halfway 1.125 / 1.25: to even (1.25)
   EXPECT_EQ(e4(1000.0f) & 0x7fu, 0x7fu);  // beyond 448: NaN (no infinities)
   EXPECT_EQ(e5(1.0f), 0x3cu);
   EXPECT_EQ(e5(57344.0f), 0x7bu);
   EXPECT_EQ(e5(1e6f), 0x7cu);  // infinity
   EXPECT_EQ(e5(-1e6f), 0xfcu);
   EXPECT_EQ(e5(1.5f * 0.0000152587890625f), 0x02u);  // 1.5 * 2^-16: halfway 1/2 -> 2 (even)
-  for (int i = -16; i <= 16; ++i) EXPECT_EQ(static_cast<float>(gnio::fp8_e4m3(static_cast<float>(i))), static_cast<float>(i));
-  for (int i = -8; i <= 8; ++i) EXPECT_EQ(static_cast<float>(gnio::fp8_e5m2(static_cast<float>(i))), static_cast<float>(i));
+  for (int i = -16; i <= 16; ++i)
+    EXPECT_EQ(static_cast<float>(gnio::fp8_e4m3(static_cast<float>(i))), static_cast<float>(i));
+  for (int i = -8; i <= 8; ++i)
+    EXPECT_EQ(static_cast<float>(gnio::fp8_e5m2(static_cast<float>(i))), static_cast<float>(i));
 }
 
 TEST(CollTypes, HalfAndBfloat16KnownValues) {
@@ -87,10 +89,14 @@ TEST(CollTypes, Fp8MatchesCuda) {
     const unsigned cuda4 = __nv_cvt_float_to_fp8(f, __NV_NOSAT, __NV_E4M3);
     const unsigned cuda5 = __nv_cvt_float_to_fp8(f, __NV_NOSAT, __NV_E5M2);
     const unsigned ours4 = bits_of(gnio::fp8_e4m3(f)), ours5 = bits_of(gnio::fp8_e5m2(f));
-    if ((cuda4 & 0x7f) == 0x7f) EXPECT_EQ(ours4 & 0x7f, 0x7fu) << f;
-    else EXPECT_EQ(ours4, cuda4) << f;
-    if ((cuda5 & 0x7f) > 0x7c) EXPECT_GT(ours5 & 0x7f, 0x7cu) << f;
-    else EXPECT_EQ(ours5, cuda5) << f;
+    if ((cuda4 & 0x7f) == 0x7f)
+      EXPECT_EQ(ours4 & 0x7f, 0x7fu) << f;
+    else
+      EXPECT_EQ(ours4, cuda4) << f;
+    if ((cuda5 & 0x7f) > 0x7c)
+      EXPECT_GT(ours5 & 0x7f, 0x7cu) << f;
+    else
+      EXPECT_EQ(ours5, cuda5) << f;
   }
 }
 #endif

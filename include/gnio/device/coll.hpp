@@ -52,14 +52,24 @@ enum class CollAlgo : std::uint8_t { Auto, LL, OneShot, TwoShot, Ring };
 inline constexpr int kCollAlgoCount = 5;
 
 /// Which collective.
-enum class CollKind : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AllToAll, AllToAllV };
+enum class CollKind : std::uint8_t {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  Broadcast,
+  Reduce,
+  AllToAll,
+  AllToAllV
+};
 /// Number of CollKind values.
 inline constexpr int kCollKindCount = 7;
 
 namespace detail {
 
-/// Most workers (blocks) of one collective call; per-block flags and pipes are sized by it.
-inline constexpr unsigned kCollMaxBlocks = 32;
+/// Most workers (blocks) of one collective call; the per-block flags are sized by it.
+inline constexpr unsigned kCollMaxBlocks = 64;
+/// Most workers of a Ring call; the pipe slots are sized by it (fewer, larger slots).
+inline constexpr unsigned kCollPipeBlocks = 16;
 /// An offset that is not in the symmetric heap.
 inline constexpr std::uint64_t kNotInHeap = ~std::uint64_t{0};
 
@@ -73,14 +83,15 @@ struct CollChannel {
   SymPtr<std::uint64_t> tail;    ///< [max_blocks][slots] consumption flags written by receivers
   SymPtr<std::uint64_t> addr;    ///< [max_blocks][slots][2] offsets published by peers
   SymPtr<char> ll;               ///< [2][slots][ll_slot_bytes] LL packet slots
-  SymPtr<char> pipe;             ///< [slots][max_blocks][pipe_depth][pipe_chunk] pipe slots
+  SymPtr<char> pipe;             ///< [slots][pipe_blocks][pipe_depth][pipe_chunk] pipe slots
   SymPtr<char> stage_in;         ///< [stage_bytes] host API staging of inputs
   SymPtr<char> stage_out;        ///< [stage_bytes] staging of outputs / in-place temporaries
   std::uint64_t ll_slot_bytes = 0;
   std::uint64_t pipe_chunk = 0;
   std::uint64_t stage_bytes = 0;
   std::uint32_t pipe_depth = 0;
-  std::uint32_t max_blocks = 0;
+  std::uint32_t max_blocks = 0;   ///< most workers of a call
+  std::uint32_t pipe_blocks = 0;  ///< most workers of a Ring call
   std::uint32_t slots = 0;
   std::uint32_t id = 0;  ///< channel number (diagnostics)
 };
@@ -89,14 +100,14 @@ struct CollChannel {
 struct CollArgs {
   CollKind kind = CollKind::AllReduce;
   CollAlgo algo = CollAlgo::Auto;
-  const char* in = nullptr;    ///< this rank's input
-  char* out = nullptr;         ///< this rank's output
-  std::size_t bytes = 0;       ///< bytes per block: whole message (AR/Bcast/Reduce), one rank's
-                               ///< block (RS output, AG input, A2A per peer); unused by A2AV
-  std::size_t in_stride = 0;   ///< bytes between input blocks (RS, A2A)
-  std::size_t out_stride = 0;  ///< bytes between output blocks (AG, A2A)
-  int root = 0;                ///< team index of the root (Bcast, Reduce)
-  std::uint32_t elem_size = 1; ///< bytes per element (A2AV counts are in elements)
+  const char* in = nullptr;     ///< this rank's input
+  char* out = nullptr;          ///< this rank's output
+  std::size_t bytes = 0;        ///< bytes per block: whole message (AR/Bcast/Reduce), one rank's
+                                ///< block (RS output, AG input, A2A per peer); unused by A2AV
+  std::size_t in_stride = 0;    ///< bytes between input blocks (RS, A2A)
+  std::size_t out_stride = 0;   ///< bytes between output blocks (AG, A2A)
+  int root = 0;                 ///< team index of the root (Bcast, Reduce)
+  std::uint32_t elem_size = 1;  ///< bytes per element (A2AV counts are in elements)
   /// A2AV: [4][team size] send counts, send displacements, recv counts, recv displacements, in
   /// elements (memory the kernel can read).
   const std::uint64_t* a2av = nullptr;
@@ -142,8 +153,8 @@ struct CollComm {
                         CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
   /// recv[m*count + i] = member m's send[index*count + i]. Not in place.
   template <class Coop = Block, class T>
-  GNIO_HD Status alltoall(const T* send, T* recv, std::size_t count,
-                          CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+  GNIO_HD Status alltoall(const T* send, T* recv, std::size_t count, CollAlgo algo = CollAlgo::Auto,
+                          CallSite site = {}) const;
   /// Member m's block for this rank (send_counts[index] elements at its send_displs[index]) lands
   /// at recv + recv_displs[m]. `table` is 4 arrays of team-size entries in device-readable
   /// memory: send counts, send displacements, recv counts, recv displacements (elements). Ring

@@ -48,10 +48,15 @@ inline constexpr int kRedOpCount = 7;
 /// Bytes per element of `t` (0 for a value outside the enum).
 GNIO_HD_INLINE constexpr std::size_t size_of(DataType t) {
   switch (t) {
-    case DataType::F32: case DataType::I32: return 4;
-    case DataType::F16: case DataType::BF16: return 2;
-    case DataType::F64: case DataType::I64: return 8;
-    case DataType::U8: case DataType::F8E4M3: case DataType::F8E5M2: return 1;
+    case DataType::F32:
+    case DataType::I32: return 4;
+    case DataType::F16:
+    case DataType::BF16: return 2;
+    case DataType::F64:
+    case DataType::I64: return 8;
+    case DataType::U8:
+    case DataType::F8E4M3:
+    case DataType::F8E5M2: return 1;
   }
   return 0;
 }
@@ -81,11 +86,11 @@ GNIO_HD_INLINE std::uint16_t float_to_half_bits(float f) {
   const std::uint32_t x = float_bits(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
   const std::uint32_t a = x & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
   if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504
   if (a < 0x38800000u) {  // below 2^-14: subnormal half (or zero)
     // value / 2^-24, rounded to nearest even; at most 1024 (the smallest normal, same encoding).
-    const float scaled = bits_float(a) * 16777216.0f;  // exact: multiply by 2^24
+    const float scaled = bits_float(a) * 16777216.0f;    // exact: multiply by 2^24
     const float r = scaled + 12582912.0f - 12582912.0f;  // 1.5*2^23 trick: RNE to an integer
     return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(r));
   }
@@ -128,7 +133,8 @@ struct Fp8Format {
     }
     if (e == 0) {
       // m * 2^(1 - Bias - M), exact in float.
-      const float v = static_cast<float>(m) * bits_float(static_cast<std::uint32_t>(127 + 1 - Bias - M) << 23);
+      const float v =
+          static_cast<float>(m) * bits_float(static_cast<std::uint32_t>(127 + 1 - Bias - M) << 23);
       return bits_float(float_bits(v) | sign);
     }
     return bits_float(sign | ((e + 127u - Bias) << 23) | (m << (23 - M)));
@@ -138,14 +144,16 @@ struct Fp8Format {
     const std::uint8_t sign = static_cast<std::uint8_t>((x >> 24) & 0x80u);
     const std::uint32_t a = x & 0x7fffffffu;
     const std::uint8_t nan = 0x7fu;  // a NaN in both formats
-    const std::uint8_t overflow = static_cast<std::uint8_t>(HasInf ? ((((1u << E) - 1) << M)) : 0x7fu);
+    const std::uint8_t overflow =
+        static_cast<std::uint8_t>(HasInf ? ((((1u << E) - 1) << M)) : 0x7fu);
     if (a > 0x7f800000u) return static_cast<std::uint8_t>(sign | nan);
     const std::uint32_t min_normal = static_cast<std::uint32_t>(127 + 1 - Bias) << 23;
     std::uint32_t code;
     if (a < min_normal) {
       // Subnormal: value / 2^(1-Bias-M) rounded to nearest even (an integer <= 2^M, and 2^M is
       // the smallest normal's encoding).
-      const float scaled = bits_float(a) * bits_float(static_cast<std::uint32_t>(127 - (1 - Bias - M)) << 23);
+      const float scaled =
+          bits_float(a) * bits_float(static_cast<std::uint32_t>(127 - (1 - Bias - M)) << 23);
       code = static_cast<std::uint32_t>(scaled + 12582912.0f - 12582912.0f);
     } else {
       const std::uint32_t shift = 23 - M;
@@ -178,7 +186,7 @@ struct half {
 struct bfloat16 {
   std::uint16_t bits;
   bfloat16() = default;
-  GNIO_HD_INLINE bfloat16(float f) : bits(detail::float_to_bf16_bits(f)) {}  // NOLINT
+  GNIO_HD_INLINE bfloat16(float f) : bits(detail::float_to_bf16_bits(f)) {}           // NOLINT
   GNIO_HD_INLINE operator float() const { return detail::bf16_bits_to_float(bits); }  // NOLINT
 };
 #endif
@@ -239,16 +247,25 @@ inline constexpr bool is_narrow_float_v =
 /// The DataType of an element type (for the types collectives support).
 template <class T>
 constexpr DataType data_type_of() {
-  if constexpr (std::is_same_v<T, float>) return DataType::F32;
-  else if constexpr (std::is_same_v<T, half>) return DataType::F16;
-  else if constexpr (std::is_same_v<T, bfloat16>) return DataType::BF16;
-  else if constexpr (std::is_same_v<T, double>) return DataType::F64;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return DataType::I32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return DataType::I64;
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return DataType::U8;
-  else if constexpr (std::is_same_v<T, fp8_e4m3>) return DataType::F8E4M3;
+  if constexpr (std::is_same_v<T, float>)
+    return DataType::F32;
+  else if constexpr (std::is_same_v<T, half>)
+    return DataType::F16;
+  else if constexpr (std::is_same_v<T, bfloat16>)
+    return DataType::BF16;
+  else if constexpr (std::is_same_v<T, double>)
+    return DataType::F64;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return DataType::I32;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return DataType::I64;
+  else if constexpr (std::is_same_v<T, std::uint8_t>)
+    return DataType::U8;
+  else if constexpr (std::is_same_v<T, fp8_e4m3>)
+    return DataType::F8E4M3;
   else {
-    static_assert(std::is_same_v<T, fp8_e5m2>, "collectives support f32, f16, bf16, f64, i32, i64, u8, fp8");
+    static_assert(std::is_same_v<T, fp8_e5m2>,
+                  "collectives support f32, f16, bf16, f64, i32, i64, u8, fp8");
     return DataType::F8E5M2;
   }
 }
@@ -274,7 +291,8 @@ GNIO_HD_INLINE A wrap_mul(A a, A b) {
     using U = std::make_unsigned_t<A>;
     // uint8 promotes to int: multiply in unsigned int so that nothing overflows a signed type.
     using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-    return static_cast<A>(static_cast<U>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
+    return static_cast<A>(
+        static_cast<U>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
   } else {
     return a * b;
   }
@@ -284,43 +302,57 @@ GNIO_HD_INLINE A wrap_mul(A a, A b) {
 struct Sum {
   static constexpr RedOp kOp = RedOp::Sum;
   template <class A>
-  static GNIO_HD_INLINE A apply(A a, A b) { return detail::wrap_add(a, b); }
+  static GNIO_HD_INLINE A apply(A a, A b) {
+    return detail::wrap_add(a, b);
+  }
 };
 struct Prod {
   static constexpr RedOp kOp = RedOp::Prod;
   template <class A>
-  static GNIO_HD_INLINE A apply(A a, A b) { return detail::wrap_mul(a, b); }
+  static GNIO_HD_INLINE A apply(A a, A b) {
+    return detail::wrap_mul(a, b);
+  }
 };
 struct Min {
   static constexpr RedOp kOp = RedOp::Min;
   template <class A>
-  static GNIO_HD_INLINE A apply(A a, A b) { return b < a ? b : a; }
+  static GNIO_HD_INLINE A apply(A a, A b) {
+    return b < a ? b : a;
+  }
 };
 struct Max {
   static constexpr RedOp kOp = RedOp::Max;
   template <class A>
-  static GNIO_HD_INLINE A apply(A a, A b) { return a < b ? b : a; }
+  static GNIO_HD_INLINE A apply(A a, A b) {
+    return a < b ? b : a;
+  }
 };
 struct BitAnd {
   static constexpr RedOp kOp = RedOp::BitAnd;
   template <class A>
-  static GNIO_HD_INLINE A apply(A a, A b) { return static_cast<A>(a & b); }
+  static GNIO_HD_INLINE A apply(A a, A b) {
+    return static_cast<A>(a & b);
+  }
 };
 struct BitOr {
   static constexpr RedOp kOp = RedOp::BitOr;
   template <class A>
-  static GNIO_HD_INLINE A apply(A a, A b) { return static_cast<A>(a | b); }
+  static GNIO_HD_INLINE A apply(A a, A b) {
+    return static_cast<A>(a | b);
+  }
 };
 struct BitXor {
   static constexpr RedOp kOp = RedOp::BitXor;
   template <class A>
-  static GNIO_HD_INLINE A apply(A a, A b) { return static_cast<A>(a ^ b); }
+  static GNIO_HD_INLINE A apply(A a, A b) {
+    return static_cast<A>(a ^ b);
+  }
 };
 
 /// True for BitAnd/BitOr/BitXor.
 template <class Op>
-inline constexpr bool is_bitwise_v = std::is_same_v<Op, BitAnd> || std::is_same_v<Op, BitOr> ||
-                                     std::is_same_v<Op, BitXor>;
+inline constexpr bool is_bitwise_v =
+    std::is_same_v<Op, BitAnd> || std::is_same_v<Op, BitOr> || std::is_same_v<Op, BitXor>;
 
 }  // namespace op
 

@@ -35,17 +35,21 @@ GNIO_HD_INLINE std::uint32_t ll_flag(std::uint64_t epoch) {
 GNIO_HD_INLINE std::size_t part_begin(std::size_t total, std::size_t parts, std::size_t i) {
   return total * i / parts;
 }
-GNIO_HD_INLINE int mod(int a, int n) { return ((a % n) + n) % n; }
+GNIO_HD_INLINE int mod(int a, int n) {
+  return ((a % n) + n) % n;
+}
 
 GNIO_HD_INLINE const char* coll_op_name(CollKind k, CollAlgo a) {
   static constexpr const char* kNames[kCollKindCount][kCollAlgoCount] = {
       {"allreduce", "allreduce(ll)", "allreduce(oneshot)", "allreduce(twoshot)", "allreduce(ring)"},
-      {"reduce_scatter", "reduce_scatter(ll)", "reduce_scatter(oneshot)", "reduce_scatter(twoshot)", "reduce_scatter(ring)"},
+      {"reduce_scatter", "reduce_scatter(ll)", "reduce_scatter(oneshot)", "reduce_scatter(twoshot)",
+       "reduce_scatter(ring)"},
       {"allgather", "allgather(ll)", "allgather(oneshot)", "allgather(twoshot)", "allgather(ring)"},
       {"broadcast", "broadcast(ll)", "broadcast(oneshot)", "broadcast(twoshot)", "broadcast(ring)"},
       {"reduce", "reduce(ll)", "reduce(oneshot)", "reduce(twoshot)", "reduce(ring)"},
       {"alltoall", "alltoall(ll)", "alltoall(oneshot)", "alltoall(twoshot)", "alltoall(ring)"},
-      {"alltoallv", "alltoallv(ll)", "alltoallv(oneshot)", "alltoallv(twoshot)", "alltoallv(ring)"}};
+      {"alltoallv", "alltoallv(ll)", "alltoallv(oneshot)", "alltoallv(twoshot)",
+       "alltoallv(ring)"}};
   return kNames[static_cast<int>(k)][static_cast<int>(a)];
 }
 
@@ -107,7 +111,8 @@ struct CollCall {
   /// The symmetric-heap offset of `p` on this rank, or kNotInHeap.
   GNIO_HD_INLINE std::uint64_t heap_offset(const void* p) const {
     const char* base = cc.dc.local(SymPtr<char>{cc.dc.heap_id_, 0, 0});
-    const std::uintptr_t d = reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(base);
+    const std::uintptr_t d =
+        reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(base);
     return p && reinterpret_cast<const char*>(p) >= base && d < cc.dc.heap_bytes_ ? d : kNotInHeap;
   }
   /// Member m's copy of heap offset `off` as an address this rank can load and store.
@@ -124,10 +129,33 @@ struct CollCall {
 
 /// Copies `bytes` from `src` to `dst` with all threads of all workers (local memory).
 template <class Coop>
-GNIO_HD_INLINE void grid_copy(const CollCall<Coop>& c, char* dst, const char* src, std::size_t bytes) {
+GNIO_HD_INLINE void grid_copy(const CollCall<Coop>& c, char* dst, const char* src,
+                              std::size_t bytes) {
   if (dst == src || bytes == 0) return;
   const std::size_t U = units_of(bytes);
-  for (std::size_t u = c.tid(); u < U; u += c.nthreads()) store_unit(dst, u, bytes, load_unit(src, u, bytes));
+  for (std::size_t u = c.tid(); u < U; u += c.nthreads())
+    store_unit(dst, u, bytes, load_unit(src, u, bytes));
+}
+
+/// The group copies units [ub, ue) of a `bytes`-long buffer, kUnroll units per thread in flight.
+template <class Coop>
+GNIO_HD_INLINE void copy_range(const Coop& g, char* dst, const char* src, std::size_t bytes,
+                               std::size_t ub, std::size_t ue) {
+  constexpr int kUnroll = 4;
+  const std::size_t gs = g.size();
+  for (std::size_t u0 = ub + g.rank(); u0 < ue; u0 += gs * kUnroll) {
+    Pack p[kUnroll];
+    GNIO_UNROLL
+    for (int k = 0; k < kUnroll; ++k) {
+      const std::size_t u = u0 + k * gs;
+      p[k] = u < ue ? load_unit(src, u, bytes) : Pack{0, 0};
+    }
+    GNIO_UNROLL
+    for (int k = 0; k < kUnroll; ++k) {
+      const std::size_t u = u0 + k * gs;
+      if (u < ue) store_unit(dst, u, bytes, p[k]);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -140,7 +168,8 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
   const int n = c.n, me = c.me;
   char* ll_local = c.cc.dc.local(ch.ll);
   auto slot_base = [&](char* area, std::uint64_t e, int s) {
-    return reinterpret_cast<std::uint64_t*>(area + ((e & 1) * ch.slots + static_cast<std::uint64_t>(s)) * ch.ll_slot_bytes);
+    return reinterpret_cast<std::uint64_t*>(
+        area + ((e & 1) * ch.slots + static_cast<std::uint64_t>(s)) * ch.ll_slot_bytes);
   };
   // Sends `bytes` of `src` to member m as packets.
   auto send = [&](int m, const char* src, std::size_t bytes) {
@@ -149,7 +178,8 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
     std::uint64_t* dst = slot_base(c.cc.dc.peer_ptr(ch.ll, c.world(m)), e, c.slot(me));
     const std::uint32_t f = ll_flag(e);
     const std::size_t U = units_of(bytes);
-    for (std::size_t u = c.tid(); u < U; u += c.nthreads()) ll_store(dst + 4 * u, load_unit(src, u, bytes), f);
+    for (std::size_t u = c.tid(); u < U; u += c.nthreads())
+      ll_store(dst + 4 * u, load_unit(src, u, bytes), f);
   };
   // Unit u of member m's packets.
   auto recv = [&](int m, std::size_t u) {
@@ -158,10 +188,10 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
     const std::uint64_t e = c.epoch(m);
     const std::uint64_t* pkt = slot_base(ll_local, e, c.slot(m)) + 4 * u;
     const std::uint32_t f = ll_flag(e);
-    c.st = c.cc.dc.wait_until([&](std::uint64_t& seen) { return ll_try_load(pkt, f, &p, &seen); },
-                              c.name, c.world(m),
-                              ch.ll.offset + static_cast<std::uint64_t>(reinterpret_cast<const char*>(pkt) - ll_local),
-                              Cmp::Eq, f, c.site);
+    c.st = c.cc.dc.wait_until(
+        [&](std::uint64_t& seen) { return ll_try_load(pkt, f, &p, &seen); }, c.name, c.world(m),
+        ch.ll.offset + static_cast<std::uint64_t>(reinterpret_cast<const char*>(pkt) - ll_local),
+        Cmp::Eq, f, c.site);
     return p;
   };
 
@@ -181,8 +211,10 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
       Accum<T, Op> acc{};
       for (int m = 0; m < n; ++m) {
         const Pack p = m == me ? load_unit(mine, u, a.bytes) : recv(m, u);
-        if (m == 0) acc.init(p);
-        else acc.add(p);
+        if (m == 0)
+          acc.init(p);
+        else
+          acc.add(p);
       }
       store_unit(a.out, u, a.bytes, acc.out());
     }
@@ -196,9 +228,11 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
       }
     const std::size_t U = units_of(a.bytes);
     if (bcast) {
-      if (me == a.root) grid_copy(c, a.out, a.in, a.bytes);
+      if (me == a.root)
+        grid_copy(c, a.out, a.in, a.bytes);
       else
-        for (std::size_t u = c.tid(); u < U; u += c.nthreads()) store_unit(a.out, u, a.bytes, recv(a.root, u));
+        for (std::size_t u = c.tid(); u < U; u += c.nthreads())
+          store_unit(a.out, u, a.bytes, recv(a.root, u));
       return;
     }
     // AllGather / AllToAll: block m of out from member m.
@@ -208,7 +242,8 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
         grid_copy(c, dst, a2a ? a.in + static_cast<std::size_t>(me) * a.in_stride : a.in, a.bytes);
         continue;
       }
-      for (std::size_t u = c.tid(); u < U; u += c.nthreads()) store_unit(dst, u, a.bytes, recv(m, u));
+      for (std::size_t u = c.tid(); u < U; u += c.nthreads())
+        store_unit(dst, u, a.bytes, recv(m, u));
     }
   }
 }
@@ -229,7 +264,9 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
   c.g.sync();
   for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size())) {
     if (k == me) continue;
-    std::uint64_t* slot = c.cc.dc.peer_ptr(ch.addr + static_cast<std::ptrdiff_t>(2 * (std::size_t{c.w} * ch.slots + c.slot(me))), c.world(k));
+    std::uint64_t* slot = c.cc.dc.peer_ptr(
+        ch.addr + static_cast<std::ptrdiff_t>(2 * (std::size_t{c.w} * ch.slots + c.slot(me))),
+        c.world(k));
     dev::atomic_store(slot, in_off, dev::Order::Relaxed);
     dev::atomic_store(slot + 1, out_off, dev::Order::Relaxed);
     c.signal(c.flag(ch.head, me), progress(c.epoch(k), 1), k);
@@ -245,7 +282,8 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
   auto lookup = [&](int m, int which) -> char* {
     if (m == me) return which == 0 ? const_cast<char*>(a.in) : a.out;
     const std::uint64_t off = dev::atomic_load(
-        const_cast<std::uint64_t*>(addr + 2 * (std::size_t{c.w} * ch.slots + c.slot(m)) + which), dev::Order::Relaxed);
+        const_cast<std::uint64_t*>(addr + 2 * (std::size_t{c.w} * ch.slots + c.slot(m)) + which),
+        dev::Order::Relaxed);
     return off == kNotInHeap ? nullptr : c.peer_at(m, off);
   };
   constexpr int kCache = 8;
@@ -257,7 +295,8 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
   }
   auto peer_buf = [&](int m, int which) -> char* {
     char* p = m < kCache ? (which == 0 ? in_cache[m] : out_cache[m]) : lookup(m, which);
-    if (!p && c.st == Status::Ok && c.g.leader()) c.fail(Status::InvalidArgument, m, kNotInHeap, 0, 0);
+    if (!p && c.st == Status::Ok && c.g.leader())
+      c.fail(Status::InvalidArgument, m, kNotInHeap, 0, 0);
     if (!p) c.st = Status::InvalidArgument;
     return p;
   };
@@ -269,9 +308,11 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
     c.fail(Status::InvalidArgument, -1, kNotInHeap, a.bytes, ch.stage_bytes);
   // Peers read every input except non-roots' in a broadcast; TwoShot writes every output except
   // non-roots' in a reduce.
-  if (in_off == kNotInHeap && c.st == Status::Ok && !(a.kind == CollKind::Broadcast && me != a.root))
+  if (in_off == kNotInHeap && c.st == Status::Ok &&
+      !(a.kind == CollKind::Broadcast && me != a.root))
     c.fail(Status::InvalidArgument, -1, kNotInHeap, 0, 0);
-  if (twoshot && out_off == kNotInHeap && c.st == Status::Ok && !(a.kind == CollKind::Reduce && me != a.root))
+  if (twoshot && out_off == kNotInHeap && c.st == Status::Ok &&
+      !(a.kind == CollKind::Reduce && me != a.root))
     c.fail(Status::InvalidArgument, -1, kNotInHeap, 0, 0);
 
   const std::size_t U = units_of(a.bytes);
@@ -281,56 +322,86 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
     lo = part_begin(U, n, me);
     hi = part_begin(U, n, me + 1);
   }
-  const std::size_t ub = lo + part_begin(hi - lo, c.W, c.w), ue = lo + part_begin(hi - lo, c.W, c.w + 1);
+  const std::size_t ub = lo + part_begin(hi - lo, c.W, c.w),
+                    ue = lo + part_begin(hi - lo, c.W, c.w + 1);
   if (c.st == Status::Ok) {
     if constexpr (!std::is_same_v<Op, CopyOp>) {
-      const std::size_t block = a.kind == CollKind::ReduceScatter ? static_cast<std::size_t>(me) * a.in_stride : 0;
+      const std::size_t block =
+          a.kind == CollKind::ReduceScatter ? static_cast<std::size_t>(me) * a.in_stride : 0;
       const bool reduce_here = twoshot || a.kind != CollKind::Reduce || me == a.root;
       // Where the result goes: OneShot into dst; TwoShot AllReduce into every output; TwoShot
       // Reduce into the root's.
       char* root_out = twoshot && a.kind == CollKind::Reduce ? peer_buf(a.root, 1) : nullptr;
       const bool push_all = twoshot && a.kind == CollKind::AllReduce;
-      if (reduce_here && c.st == Status::Ok)
-        for (std::size_t u = ub + c.g.rank(); u < ue; u += c.g.size()) {
-          Accum<T, Op> acc{};
-          constexpr int kBatch = 8;  // loads in flight before reducing them in order
-          Pack p[kBatch];
+      if (reduce_here && c.st == Status::Ok) {
+        // kUnroll units per thread and kBatch members are loaded before they are reduced (in
+        // member order), so that enough bytes are in flight to cover the peers' latency.
+        constexpr int kUnroll = 4, kBatch = 4;
+        const std::size_t gs = c.g.size();
+        for (std::size_t u0 = ub + c.g.rank(); u0 < ue; u0 += gs * kUnroll) {
+          Accum<T, Op> acc[kUnroll] = {};
           for (int m0 = 0; m0 < n; m0 += kBatch) {
             const int cnt = n - m0 < kBatch ? n - m0 : kBatch;
-            for (int j = 0; j < cnt; ++j) {
-              const char* src = peer_buf(m0 + j, 0);
-              p[j] = src ? load_unit(src + block, u, a.bytes) : Pack{0, 0};
+            Pack p[kBatch][kUnroll];
+            GNIO_UNROLL
+            for (int j = 0; j < kBatch; ++j) {
+              const char* src = j < cnt ? peer_buf(m0 + j, 0) : nullptr;
+              GNIO_UNROLL
+              for (int k = 0; k < kUnroll; ++k) {
+                const std::size_t u = u0 + k * gs;
+                p[j][k] = src && u < ue ? load_unit(src + block, u, a.bytes) : Pack{0, 0};
+              }
             }
-            for (int j = 0; j < cnt; ++j) {
-              if (m0 + j == 0) acc.init(p[j]);
-              else acc.add(p[j]);
+            for (int j = 0; j < cnt; ++j) GNIO_UNROLL
+            for (int k = 0; k < kUnroll; ++k) {
+              if (m0 + j == 0)
+                acc[k].init(p[j][k]);
+              else
+                acc[k].add(p[j][k]);
             }
           }
-          const Pack r = acc.out();
-          if (!twoshot) {
-            store_unit(dst, u, a.bytes, r);
-          } else if (root_out) {
-            store_unit(root_out, u, a.bytes, r);
-          } else if (push_all) {
-            for (int k = 0; k < n; ++k) {
-              char* o = peer_buf((me + k) % n, 1);
-              if (o) store_unit(o, u, a.bytes, r);
+          GNIO_UNROLL
+          for (int k = 0; k < kUnroll; ++k) {
+            const std::size_t u = u0 + k * gs;
+            if (u >= ue) break;
+            const Pack r = acc[k].out();
+            if (!twoshot) {
+              store_unit(dst, u, a.bytes, r);
+            } else if (root_out) {
+              store_unit(root_out, u, a.bytes, r);
+            } else if (push_all) {
+              for (int q = 0; q < n; ++q) {
+                char* o = peer_buf((me + q) % n, 1);
+                if (o) store_unit(o, u, a.bytes, r);
+              }
             }
           }
         }
+      }
     } else if (a.kind == CollKind::Broadcast) {
       const char* src = peer_buf(a.root, 0);
-      if (src && twoshot) {  // fetch chunk `me` from the root, store it into every output
-        for (std::size_t u = ub + c.g.rank(); u < ue; u += c.g.size()) {
-          const Pack v = load_unit(src, u, a.bytes);
-          for (int k = 0; k < n; ++k) {
-            char* o = peer_buf((me + k) % n, 1);
-            if (o && o != src) store_unit(o, u, a.bytes, v);
+      if (src && twoshot) {  // fetch chunk `me` from the root once, store it into every output
+        constexpr int kUnroll = 4;
+        const std::size_t gs = c.g.size();
+        for (std::size_t u0 = ub + c.g.rank(); u0 < ue; u0 += gs * kUnroll) {
+          Pack p[kUnroll];
+          GNIO_UNROLL
+          for (int k = 0; k < kUnroll; ++k) {
+            const std::size_t u = u0 + k * gs;
+            p[k] = u < ue ? load_unit(src, u, a.bytes) : Pack{0, 0};
+          }
+          for (int q = 0; q < n; ++q) {
+            char* o = peer_buf((me + q) % n, 1);
+            if (!o || o == src) continue;
+            GNIO_UNROLL
+            for (int k = 0; k < kUnroll; ++k) {
+              const std::size_t u = u0 + k * gs;
+              if (u < ue) store_unit(o, u, a.bytes, p[k]);
+            }
           }
         }
       } else if (src && a.out != src) {
-        for (std::size_t u = ub + c.g.rank(); u < ue; u += c.g.size())
-          store_unit(a.out, u, a.bytes, load_unit(src, u, a.bytes));
+        copy_range(c.g, a.out, src, a.bytes, ub, ue);
       }
     } else {  // AllGather / AllToAll: block m of out from member m
       const bool a2a = a.kind == CollKind::AllToAll;
@@ -340,8 +411,7 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
         if (!src) continue;
         src += a2a ? static_cast<std::size_t>(me) * a.in_stride : 0;
         char* o = a.out + static_cast<std::size_t>(m) * a.out_stride;
-        if (o == src) continue;
-        for (std::size_t u = ub + c.g.rank(); u < ue; u += c.g.size()) store_unit(o, u, a.bytes, load_unit(src, u, a.bytes));
+        if (o != src) copy_range(c.g, o, src, a.bytes, ub, ue);
       }
     }
   }
@@ -354,8 +424,7 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
   for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size()))
     if (k != me) c.wait_ge(c.flag(ch.head, k), progress(c.epoch(k), 2), k);
   c.g.sync();
-  if (temp && c.st == Status::Ok)
-    for (std::size_t u = ub + c.g.rank(); u < ue; u += c.g.size()) store_unit(a.out, u, a.bytes, load_unit(dst, u, a.bytes));
+  if (temp && c.st == Status::Ok) copy_range(c.g, a.out, dst, a.bytes, ub, ue);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -372,12 +441,15 @@ struct PipeOut {
   GNIO_HD PipeOut(CollCall<Coop>& call, int dst) : c(&call), d(dst), e(call.epoch(dst)) {
     const CollChannel& ch = call.cc.ch;
     base = call.cc.dc.peer_ptr(ch.pipe, call.world(dst)) +
-           ((static_cast<std::uint64_t>(call.slot(call.me)) * ch.max_blocks + call.w) * ch.pipe_depth) * ch.pipe_chunk;
+           ((static_cast<std::uint64_t>(call.slot(call.me)) * ch.pipe_blocks + call.w) *
+            ch.pipe_depth) *
+               ch.pipe_chunk;
   }
   /// Waits for room; the slot of the next message.
   GNIO_HD char* acquire() {
     const CollChannel& ch = c->cc.ch;
-    if (sent >= ch.pipe_depth) c->wait_ge(c->flag(ch.tail, d), progress(e, sent - ch.pipe_depth + 1), d);
+    if (sent >= ch.pipe_depth)
+      c->wait_ge(c->flag(ch.tail, d), progress(e, sent - ch.pipe_depth + 1), d);
     return base + (sent % ch.pipe_depth) * ch.pipe_chunk;
   }
   /// After the group barrier that follows the writes: publishes the message.
@@ -400,8 +472,10 @@ struct PipeIn {
   const char* base = nullptr;
   GNIO_HD PipeIn(CollCall<Coop>& call, int src) : c(&call), s(src), e(call.epoch(src)) {
     const CollChannel& ch = call.cc.ch;
-    base = call.cc.dc.local(ch.pipe) +
-           ((static_cast<std::uint64_t>(call.slot(src)) * ch.max_blocks + call.w) * ch.pipe_depth) * ch.pipe_chunk;
+    base =
+        call.cc.dc.local(ch.pipe) +
+        ((static_cast<std::uint64_t>(call.slot(src)) * ch.pipe_blocks + call.w) * ch.pipe_depth) *
+            ch.pipe_chunk;
   }
   /// Waits for the next message; its slot.
   GNIO_HD const char* wait() {
@@ -438,15 +512,18 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
       return a.kind == CollKind::AllToAll ? a.bytes : static_cast<std::size_t>(t[m]) * a.elem_size;
     };
     auto recv_bytes = [&](int m) {
-      return a.kind == CollKind::AllToAll ? a.bytes : static_cast<std::size_t>(t[2 * n + m]) * a.elem_size;
+      return a.kind == CollKind::AllToAll ? a.bytes
+                                          : static_cast<std::size_t>(t[2 * n + m]) * a.elem_size;
     };
     auto send_ptr = [&](int m) {
-      return a.in + (a.kind == CollKind::AllToAll ? static_cast<std::size_t>(m) * a.in_stride
-                                                  : static_cast<std::size_t>(t[n + m]) * a.elem_size);
+      return a.in + (a.kind == CollKind::AllToAll
+                         ? static_cast<std::size_t>(m) * a.in_stride
+                         : static_cast<std::size_t>(t[n + m]) * a.elem_size);
     };
     auto recv_ptr = [&](int m) {
-      return a.out + (a.kind == CollKind::AllToAll ? static_cast<std::size_t>(m) * a.out_stride
-                                                   : static_cast<std::size_t>(t[3 * n + m]) * a.elem_size);
+      return a.out + (a.kind == CollKind::AllToAll
+                          ? static_cast<std::size_t>(m) * a.out_stride
+                          : static_cast<std::size_t>(t[3 * n + m]) * a.elem_size);
     };
     auto slices = [&](std::size_t bytes) {
       const std::size_t U = units_of(bytes);
@@ -461,7 +538,8 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
       const char* s = send_ptr(me);
       char* d = recv_ptr(me);
       if (s != d)
-        for (std::size_t u = b + gr; u < e; u += gs) store_unit(d, u, bytes, load_unit(s, u, bytes));
+        for (std::size_t u = b + gr; u < e; u += gs)
+          store_unit(d, u, bytes, load_unit(s, u, bytes));
     }
     std::size_t jmax = 0;
     for (int m = 0; m < n; ++m) {
@@ -484,7 +562,8 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
             const std::size_t hi = hi0 < hi1 ? hi0 : hi1;
             char* slot = po.acquire();
             const char* src = send_ptr(d);
-            for (std::size_t u = lo + gr; u < hi; u += gs) store_pack(slot + (u - lo) * kUnit, load_unit(src, u, bytes));
+            for (std::size_t u = lo + gr; u < hi; u += gs)
+              store_pack(slot + (u - lo) * kUnit, load_unit(src, u, bytes));
             c.g.sync();
             po.post();
           }
@@ -500,7 +579,8 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
             const std::size_t hi = hi0 < hi1 ? hi0 : hi1;
             const char* slot = pi.wait();
             char* dst = recv_ptr(s);
-            for (std::size_t u = lo + gr; u < hi; u += gs) store_unit(dst, u, bytes, load_pack(slot + (u - lo) * kUnit));
+            for (std::size_t u = lo + gr; u < hi; u += gs)
+              store_unit(dst, u, bytes, load_pack(slot + (u - lo) * kUnit));
             c.g.sync();
             pi.release();
           }
@@ -525,15 +605,15 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
     switch (a.kind) {
       case CollKind::AllReduce: {
         const std::size_t off = static_cast<std::size_t>(s) * useg * kUnit;
-        const std::size_t valid = off >= a.bytes ? 0 : (a.bytes - off < useg * kUnit ? a.bytes - off : useg * kUnit);
+        const std::size_t valid =
+            off >= a.bytes ? 0 : (a.bytes - off < useg * kUnit ? a.bytes - off : useg * kUnit);
         return {a.in + (off < a.bytes ? off : 0), a.out + (off < a.bytes ? off : 0), valid};
       }
       case CollKind::ReduceScatter:
         return {a.in + static_cast<std::size_t>(s) * a.in_stride, a.out, a.bytes};
       case CollKind::AllGather:
         return {a.in, a.out + static_cast<std::size_t>(s) * a.out_stride, a.bytes};
-      default:
-        return {a.in, a.out, a.bytes};
+      default: return {a.in, a.out, a.bytes};
     }
   };
   // This worker's units of every segment, sliced into messages.
@@ -571,7 +651,8 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
             v = load_unit(mine.in, u, mine.valid);
           }
         } else {
-          v = (what & kRecv) ? load_pack(rslot + (u - lo) * kUnit) : load_unit(mine.in, u, mine.valid);
+          v = (what & kRecv) ? load_pack(rslot + (u - lo) * kUnit)
+                             : load_unit(mine.in, u, mine.valid);
         }
         if (what & kStore) store_unit(store.out, u, store.valid, v);
         if (what & kSend) store_pack(sslot + (u - lo) * kUnit, v);
@@ -589,8 +670,10 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
         step(j, kMine | kSend, seg(mod(me - 1, n)), Seg{});
         for (int k = 1; k < n; ++k) {
           const Seg s = seg(mod(me - 1 - k, n));
-          if (k < n - 1) step(j, kRecv | kMine | kSend, s, Seg{});
-          else step(j, kRecv | kMine | kStore | (ar ? kSend : 0u), s, s);  // s is segment me
+          if (k < n - 1)
+            step(j, kRecv | kMine | kSend, s, Seg{});
+          else
+            step(j, kRecv | kMine | kStore | (ar ? kSend : 0u), s, s);  // s is segment me
         }
         if (ar)
           for (int k = 1; k < n; ++k) {
@@ -611,16 +694,21 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
       case CollKind::Broadcast: {
         const int p = mod(me - a.root, n);
         const Seg s = seg(0);
-        if (p == 0) step(j, kMine | kSend | (s.out != s.in ? kStore : 0u), s, s);
-        else step(j, kRecv | kStore | (p < n - 1 ? kSend : 0u), s, s);
+        if (p == 0)
+          step(j, kMine | kSend | (s.out != s.in ? kStore : 0u), s, s);
+        else
+          step(j, kRecv | kStore | (p < n - 1 ? kSend : 0u), s, s);
         break;
       }
       default: {  // Reduce: chain root+1 -> ... -> root
         const int q = mod(me - a.root - 1, n);
         const Seg s = seg(0);
-        if (q == 0) step(j, kMine | kSend, s, s);
-        else if (q < n - 1) step(j, kRecv | kMine | kSend, s, s);
-        else step(j, kRecv | kMine | kStore, s, s);
+        if (q == 0)
+          step(j, kMine | kSend, s, s);
+        else if (q < n - 1)
+          step(j, kRecv | kMine | kSend, s, s);
+        else
+          step(j, kRecv | kMine | kStore, s, s);
         break;
       }
     }
@@ -677,7 +765,8 @@ GNIO_HD inline bool CollComm::supports(CollAlgo algo, const detail::CollArgs& a)
     case CollAlgo::LL: return a.kind != CollKind::AllToAllV && a.bytes <= ch.ll_slot_bytes / 2;
     case CollAlgo::OneShot: return a.kind != CollKind::AllToAllV;
     case CollAlgo::TwoShot:
-      return a.kind == CollKind::AllReduce || a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce;
+      return a.kind == CollKind::AllReduce || a.kind == CollKind::Broadcast ||
+             a.kind == CollKind::Reduce;
   }
   return false;
 }
@@ -699,7 +788,8 @@ GNIO_HD inline CollAlgo CollComm::choose(const detail::CollArgs& a) const {
 // Execution
 
 template <class Coop, class T, class Op>
-GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned W, CallSite site) const {
+GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned W,
+                             CallSite site) const {
   detail::CollArgs a = args;
   if (a.algo == CollAlgo::Auto) a.algo = choose(a);
   detail::CollCall<Coop> c(*this, a, w, W, site);
@@ -708,9 +798,15 @@ GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned 
     if (c.g.leader()) c.fail(Status::InvalidArgument, -1, 0, 0, 0);
     return Status::InvalidArgument;
   }
-  if (W == 0 || W > ch.max_blocks || !supports(a.algo, a) ||
-      ((a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce) && (a.root < 0 || a.root >= team.size))) {
-    if (c.g.leader()) c.fail(Status::InvalidArgument, -1, detail::kNotInHeap, W, ch.max_blocks);
+  if (W == 0 || W > ch.max_blocks || (a.algo == CollAlgo::Ring && W > ch.pipe_blocks) ||
+      !supports(a.algo, a) ||
+      ((a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce) &&
+       (a.root < 0 || a.root >= team.size))) {
+    // The record's "bytes" and "heap holds" numbers are the message and, for LL, what a slot
+    // holds; "peer" is the root.
+    if (c.g.leader())
+      c.fail(Status::InvalidArgument, a.root >= 0 && a.root < team.size ? a.root : -1,
+             detail::kNotInHeap, a.bytes, a.algo == CollAlgo::LL ? ch.ll_slot_bytes / 2 : 0);
     return Status::InvalidArgument;
   }
   for (int m = 0; m < team.size; ++m)

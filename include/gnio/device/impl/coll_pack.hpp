@@ -28,7 +28,9 @@ struct alignas(16) Pack {
 /// Bytes per unit.
 inline constexpr std::size_t kUnit = 16;
 /// Units covering `bytes` (the last one may be partial).
-GNIO_HD_INLINE std::size_t units_of(std::size_t bytes) { return (bytes + kUnit - 1) / kUnit; }
+GNIO_HD_INLINE std::size_t units_of(std::size_t bytes) {
+  return (bytes + kUnit - 1) / kUnit;
+}
 
 /// Loads 16 bytes from a 16-byte aligned address.
 GNIO_HD_INLINE Pack load_pack(const void* p) {
@@ -52,7 +54,8 @@ GNIO_HD_INLINE void store_pack(void* p, const Pack& v) {
 
 /// Copies `n` (< 16, or any) bytes with the widest accesses both addresses' alignment allows.
 GNIO_HD_INLINE void copy_small(char* d, const char* s, std::size_t n) {
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(d) | reinterpret_cast<std::uintptr_t>(s);
+  const std::uintptr_t a =
+      reinterpret_cast<std::uintptr_t>(d) | reinterpret_cast<std::uintptr_t>(s);
   std::size_t i = 0;
   if ((a & 7) == 0)
     for (; i + 8 <= n; i += 8)
@@ -106,7 +109,8 @@ GNIO_HD_INLINE void ll_store(std::uint64_t* pkt, const Pack& v, std::uint32_t fl
 #if GNIO_ON_DEVICE
   // Two 16-byte vector stores of two 8-byte elements each: every packet is one 8-byte access.
   asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(pkt), "l"(p0), "l"(p1) : "memory");
-  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(pkt + 2), "l"(p2), "l"(p3) : "memory");
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(pkt + 2), "l"(p2), "l"(p3)
+               : "memory");
 #else
   dev::atomic_store(pkt + 0, p0, dev::Order::Relaxed);
   dev::atomic_store(pkt + 1, p1, dev::Order::Relaxed);
@@ -121,16 +125,24 @@ GNIO_HD_INLINE bool ll_try_load(const std::uint64_t* pkt, std::uint32_t flag, Pa
                                 std::uint64_t* seen) {
   std::uint64_t p0, p1, p2, p3;
 #if GNIO_ON_DEVICE
-  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(p0), "=l"(p1) : "l"(pkt) : "memory");
-  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(p2), "=l"(p3) : "l"(pkt + 2) : "memory");
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(p0), "=l"(p1)
+               : "l"(pkt)
+               : "memory");
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(p2), "=l"(p3)
+               : "l"(pkt + 2)
+               : "memory");
 #else
   p0 = dev::atomic_load(const_cast<std::uint64_t*>(pkt + 0), dev::Order::Relaxed);
   p1 = dev::atomic_load(const_cast<std::uint64_t*>(pkt + 1), dev::Order::Relaxed);
   p2 = dev::atomic_load(const_cast<std::uint64_t*>(pkt + 2), dev::Order::Relaxed);
   p3 = dev::atomic_load(const_cast<std::uint64_t*>(pkt + 3), dev::Order::Relaxed);
 #endif
-  const std::uint32_t f0 = static_cast<std::uint32_t>(p0 >> 32), f1 = static_cast<std::uint32_t>(p1 >> 32);
-  const std::uint32_t f2 = static_cast<std::uint32_t>(p2 >> 32), f3 = static_cast<std::uint32_t>(p3 >> 32);
+  const std::uint32_t f0 = static_cast<std::uint32_t>(p0 >> 32),
+                      f1 = static_cast<std::uint32_t>(p1 >> 32);
+  const std::uint32_t f2 = static_cast<std::uint32_t>(p2 >> 32),
+                      f3 = static_cast<std::uint32_t>(p3 >> 32);
   if (f0 != flag || f1 != flag || f2 != flag || f3 != flag) {
     *seen = f0 != flag ? f0 : f1 != flag ? f1 : f2 != flag ? f2 : f3;
     return false;
@@ -149,13 +161,17 @@ using acc_t = std::conditional_t<is_narrow_float_v<T>, float, T>;
 
 template <class T>
 GNIO_HD_INLINE acc_t<T> to_acc(T v) {
-  if constexpr (is_narrow_float_v<T>) return to_float(v);
-  else return v;
+  if constexpr (is_narrow_float_v<T>)
+    return to_float(v);
+  else
+    return v;
 }
 template <class T>
 GNIO_HD_INLINE T from_acc(acc_t<T> v) {
-  if constexpr (is_narrow_float_v<T>) return from_float<T>(v);
-  else return v;
+  if constexpr (is_narrow_float_v<T>)
+    return from_float<T>(v);
+  else
+    return v;
 }
 
 /// Reduces packs element by element: init() with the first operand, add() the next ones in
@@ -168,18 +184,18 @@ struct Accum {
   GNIO_HD_INLINE void init(const Pack& p) {
     T t[kN];
     std::memcpy(static_cast<void*>(t), &p, kUnit);
-GNIO_UNROLL
+    GNIO_UNROLL
     for (int i = 0; i < kN; ++i) v[i] = to_acc(t[i]);
   }
   GNIO_HD_INLINE void add(const Pack& p) {
     T t[kN];
     std::memcpy(static_cast<void*>(t), &p, kUnit);
-GNIO_UNROLL
+    GNIO_UNROLL
     for (int i = 0; i < kN; ++i) v[i] = Op::apply(v[i], to_acc(t[i]));
   }
   GNIO_HD_INLINE Pack out() const {
     T t[kN];
-GNIO_UNROLL
+    GNIO_UNROLL
     for (int i = 0; i < kN; ++i) t[i] = from_acc<T>(v[i]);
     Pack p;
     std::memcpy(&p, static_cast<const void*>(t), kUnit);
