@@ -347,6 +347,7 @@ Window Comm::register_buffer(void* ptr, std::size_t bytes) {
   };
   ctx.stream = c.internal_stream();
   ctx.stats = &c.window_stats;
+  ctx.heap = c.heap.get();
   Window w(detail::register_window(std::move(ctx), c.next_window_id, ptr, bytes));
   ++c.next_window_id;
   return w;

@@ -51,8 +51,21 @@ std::shared_ptr<WindowImpl> register_window(WindowContext ctx, std::uint64_t id,
   // registered on any rank is an InvalidArgument on every rank, before anything is mapped.
   platform::ExportedBuffer exported;
   std::exception_ptr err;
+  // Memory inside the symmetric heap is mapped by every node peer already: the offset is all a
+  // peer needs (no OS handle, no second mapping of the same pages).
+  const char* heap_base = ctx.heap ? ctx.heap->local_base() : nullptr;
+  const auto* p = static_cast<const char*>(ptr);
+  const bool in_heap = heap_base && bytes > 0 && p >= heap_base &&
+                       bytes <= ctx.heap->mapped() &&
+                       static_cast<std::size_t>(p - heap_base) <= ctx.heap->mapped() - bytes;
   try {
-    if (bytes > 0) exported = backend.export_buffer(ptr, bytes);
+    if (in_heap) {
+      exported.desc.kind = platform::BufferShareKind::SymmetricHeap;
+      exported.desc.ptr_offset = static_cast<std::uint64_t>(p - heap_base);
+      exported.desc.map_bytes = bytes;
+    } else if (bytes > 0) {
+      exported = backend.export_buffer(ptr, bytes);
+    }
   } catch (...) {
     err = std::current_exception();
   }
@@ -122,6 +135,10 @@ std::shared_ptr<WindowImpl> register_window(WindowContext ctx, std::uint64_t id,
     for (int i = 0; i < local_size; ++i) {
       const int r = node_ranks[i];
       if (i == me || cards[r].bytes == 0) continue;
+      if (cards[r].desc.kind == platform::BufferShareKind::SymmetricHeap) {
+        impl->peer_[r] = impl->ctx_.heap->peer_base(i) + cards[r].desc.ptr_offset;
+        continue;
+      }
       impl->imports_[i] =
           backend.import_buffer(cards[r].desc, sends_fd(cards[r].desc.kind) ? peer_fds[i] : -1);
       impl->peer_[r] = impl->imports_[i].ptr;

@@ -17,6 +17,8 @@
 
 namespace gnio {
 
+class SymmetricHeap;
+
 class FdExchange;
 
 namespace detail {
@@ -41,6 +43,8 @@ struct WindowContext {
   std::function<bool()> aborted;  ///< true once the communicator is aborted
   StreamRef stream{static_cast<CUstream_st*>(nullptr)};  ///< for setup copies (internal stream)
   WindowStats* stats = nullptr;  ///< the communicator's counters (outlive the window: `owner`)
+  /// The communicator's symmetric heap: buffers inside it need no export (peers map it already).
+  const SymmetricHeap* heap = nullptr;
 };
 
 /// One registration. Created by register_window(); deregistered explicitly (Comm::deregister) or

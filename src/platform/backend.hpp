@@ -31,6 +31,9 @@ enum class BufferShareKind : std::uint32_t {
   HostMemfd = 1,  ///< host backend: pages of the alloc_device arena's memfd (fd travels)
   CudaIpc = 2,    ///< cuda: cudaMalloc memory, a legacy CUDA IPC handle of the allocation
   CudaVmm = 3,    ///< cuda: CUDA VMM memory, the allocation exported as a POSIX fd (fd travels)
+  /// Inside the communicator's symmetric heap, which node peers have mapped already: only the
+  /// heap offset travels (ptr_offset). Decided by the window layer, never by a backend.
+  SymmetricHeap = 4,
 };
 
 /// A user buffer described so that node peers can map it. Plain bytes (it goes through the
