@@ -616,19 +616,20 @@ ExportedBuffer CudaBackend::export_buffer(const void* ptr, std::size_t bytes) {
          api.missing.c_str());
   ScopedDevice guard(device_);
   const auto p = static_cast<CUdeviceptr>(address(ptr));
-  CUresult r = CUDA_SUCCESS;
-  const auto type =
-      static_cast<unsigned>(pointer_attribute(api, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p, &r));
-  GNIO_REQUIRE(r == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE,
+  // The runtime classifies any address without failing (plain host memory is "unregistered"),
+  // so a bad argument is told apart without provoking a driver error.
+  cudaPointerAttributes pa{};
+  const cudaError_t pe = cudaPointerGetAttributes(&pa, ptr);
+  if (pe != cudaSuccess) (void)cudaGetLastError();
+  const char* what = pe != cudaSuccess                       ? "the address is unknown to CUDA"
+                     : pa.type == cudaMemoryTypeManaged      ? "managed (cudaMallocManaged) memory, which cannot be shared with other processes"
+                     : pa.type == cudaMemoryTypeUnregistered ? "plain host memory, unknown to CUDA"
+                     : pa.type == cudaMemoryTypeHost         ? "host memory"
+                                                             : "";
+  GNIO_REQUIRE(pe == cudaSuccess && pa.type == cudaMemoryTypeDevice,
                "register_buffer(%p, %zu bytes) on GPU %d: %s, not GPU device memory; %s", ptr,
-               bytes, device_,
-               r != CUDA_SUCCESS ? "the address is unknown to CUDA (plain host memory?)"
-                                 : "the address is host memory",
-               kAcceptedMemory);
-  GNIO_REQUIRE(pointer_attribute(api, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) == 0,
-               "register_buffer(%p, %zu bytes) on GPU %d: managed (cudaMallocManaged) memory "
-               "cannot be shared with other processes; %s",
-               ptr, bytes, device_, kAcceptedMemory);
+               bytes, device_, what, kAcceptedMemory);
+  CUresult r = CUDA_SUCCESS;
   const auto ordinal =
       static_cast<int>(pointer_attribute(api, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
   GNIO_REQUIRE(ordinal == device_,
