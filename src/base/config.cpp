@@ -100,8 +100,8 @@ constexpr ConfigVar kVars[] = {
      "blocks per collective kernel (1..64, ring at most 16); 0 = by algorithm and size (at most "
      "32)"},
     {"GNIO_COLL_THREADS", ConfigType::Int, "0",
-     "threads per block of collective kernels (multiple of 32); 0 = 512 on GPUs, 4 on the host "
-     "backend"},
+     "threads per block of collective kernels (multiple of 32; GPUs: at most what the kernels' "
+     "registers allow); 0 = 256 on GPUs, 4 on the host backend"},
 };
 
 bool parse_bool(const std::string& s, bool* out) {

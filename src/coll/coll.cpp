@@ -433,7 +433,7 @@ LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, const CollA
     d.block = cfg.threads ? cfg.threads : 4;
     d.grid = work >= 2 ? 2 : 1;
   } else {
-    d.block = cfg.threads ? cfg.threads : 512;
+    d.block = cfg.threads ? cfg.threads : 256;
     auto clamp = [](std::size_t v, std::size_t hi) {
       return static_cast<unsigned>(std::max<std::size_t>(1, std::min(v, hi)));
     };

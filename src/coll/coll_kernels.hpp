@@ -1,9 +1,10 @@
-// The kernels behind the host collectives (internal). One kernel per (element type, operator) for
-// the reducing collectives and one for the data-movement collectives, each running every
-// algorithm (CollComm::run dispatches at run time). They are instantiated explicitly, one element
-// type per translation unit (kernels_*.cu, compiled by nvcc when the cuda backend is built; the
-// same files are included by host_kernels.cpp otherwise), and reached through plain functions so
-// that C++ and CUDA translation units link against each other without sharing template types.
+// The kernels behind the host collectives (internal). One kernel per (element type, operator,
+// algorithm) for the reducing collectives and per algorithm for the data-movement collectives
+// (each kernel holds one algorithm, so each gets its own register allocation). They are
+// instantiated explicitly, one element type per translation unit (kernels_*.cu, compiled by nvcc
+// when the cuda backend is built; the same files are included by host_kernels_*.cpp otherwise), and
+// reached through plain functions so that C++ and CUDA translation units link against each other
+// without sharing template types.
 #pragma once
 
 #include <cstdint>
@@ -29,14 +30,14 @@ struct CollLaunch {
   const std::uint64_t* a2av = nullptr;
 };
 
-/// The kernel: every block is one worker of the call.
-template <class T, class Op>
+/// The kernel of one algorithm: every block is one worker of the call.
+template <class T, class Op, CollAlgo kAlgo>
 struct CollKernel {
   CollComm cc;
   CollArgs args;
   GNIO_HD void operator()() const {
-    (void)cc.run<Block, T, Op>(args, dev::block(), dev::grid_size(),
-                               CallSite("gnio collective", 0));
+    (void)cc.run_algo<Block, T, Op, kAlgo>(args, dev::block(), dev::grid_size(),
+                                           CallSite("gnio collective", 0));
   }
 };
 
@@ -48,14 +49,57 @@ struct CollA2avKernel {
   GNIO_HD void operator()() const {
     CollArgs a = args;
     a.a2av = table;
-    (void)cc.run<Block, std::uint8_t, CopyOp>(a, dev::block(), dev::grid_size(),
-                                              CallSite("gnio collective", 0));
+    (void)cc.run_algo<Block, std::uint8_t, CopyOp, CollAlgo::Ring>(
+        a, dev::block(), dev::grid_size(), CallSite("gnio collective", 0));
   }
 };
 
+#if defined(__CUDACC__)
+/// The most threads per block kernel F can be launched with on this device (its register use
+/// decides; a multiple of 32), queried once.
+template <class F>
+unsigned max_block_threads() {
+  static const unsigned v = [] {
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, kernel_entry<F>) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 1024u;
+    }
+    return static_cast<unsigned>(attr.maxThreadsPerBlock) / 32 * 32;
+  }();
+  return v;
+}
+#endif
+
+/// The launch shape for kernel F: threads per block clamped to what F can run with. (Only the
+/// number of blocks must agree between ranks; threads per block are this rank's business.)
+template <class F>
+inline LaunchDims dims_for_kernel(const CollLaunch& l) {
+  LaunchDims d = l.dims;
+#if defined(__CUDACC__)
+  if (!l.stream.is_host()) {
+    const unsigned most = max_block_threads<F>();
+    if (most >= 32 && d.block > most) d.block = most;
+  }
+#endif
+  return d;
+}
+
+template <class T, class Op, CollAlgo kAlgo>
+inline void launch_algo(const CollLaunch& l) {
+  using K = CollKernel<T, Op, kAlgo>;
+  launch(l.stream, dims_for_kernel<K>(l), K{l.cc, l.args});
+}
+
+/// Launches the kernel of l.args.algo (resolved) for element type T and operator Op.
 template <class T, class Op>
 inline void launch_coll(const CollLaunch& l) {
-  launch(l.stream, l.dims, CollKernel<T, Op>{l.cc, l.args});
+  switch (l.args.algo) {
+    case CollAlgo::LL: launch_algo<T, Op, CollAlgo::LL>(l); break;
+    case CollAlgo::OneShot: launch_algo<T, Op, CollAlgo::OneShot>(l); break;
+    case CollAlgo::TwoShot: launch_algo<T, Op, CollAlgo::TwoShot>(l); break;
+    default: launch_algo<T, Op, CollAlgo::Ring>(l); break;
+  }
 }
 
 /// Launches the reducing kernel of element type T for `op` (arithmetic operators only).

@@ -30,7 +30,7 @@ void coll_launch_copy(const CollLaunch& l) {
   std::memset(k.table, 0, sizeof(k.table));
   std::memcpy(k.table, l.a2av,
               sizeof(std::uint64_t) * 4 * static_cast<std::size_t>(l.cc.team.size));
-  launch(l.stream, l.dims, k);
+  launch(l.stream, dims_for_kernel<CollA2avKernel>(l), k);
 }
 
 bool coll_stream_capturing(StreamRef stream) {

@@ -184,6 +184,10 @@ struct CollComm {
   /// the reducing kinds; std::uint8_t and detail::CopyOp for the others.
   template <class Coop, class T, class Op>
   GNIO_HD Status run(const detail::CollArgs& a, unsigned w, unsigned W, CallSite site) const;
+  /// run() compiled for one algorithm only (kAlgo; Auto = all): the host API's kernels, so that
+  /// each algorithm gets its own register allocation. a.algo must resolve to kAlgo.
+  template <class Coop, class T, class Op, CollAlgo kAlgo>
+  GNIO_HD Status run_algo(const detail::CollArgs& a, unsigned w, unsigned W, CallSite site) const;
 };
 
 }  // namespace gnio

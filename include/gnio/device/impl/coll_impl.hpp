@@ -336,28 +336,32 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
       if (reduce_here && c.st == Status::Ok) {
         // kUnroll units per thread and kBatch members are loaded before they are reduced (in
         // member order), so that enough bytes are in flight to cover the peers' latency.
-        constexpr int kUnroll = 4, kBatch = 4;
+        // Every loop over the packs has a compile-time bound, so they stay in registers.
+        constexpr int kUnroll = 4, kBatch = 2;
         const std::size_t gs = c.g.size();
         for (std::size_t u0 = ub + c.g.rank(); u0 < ue; u0 += gs * kUnroll) {
           Accum<T, Op> acc[kUnroll] = {};
           for (int m0 = 0; m0 < n; m0 += kBatch) {
-            const int cnt = n - m0 < kBatch ? n - m0 : kBatch;
             Pack p[kBatch][kUnroll];
             GNIO_UNROLL
             for (int j = 0; j < kBatch; ++j) {
-              const char* src = j < cnt ? peer_buf(m0 + j, 0) : nullptr;
+              const char* src = m0 + j < n ? peer_buf(m0 + j, 0) : nullptr;
               GNIO_UNROLL
               for (int k = 0; k < kUnroll; ++k) {
                 const std::size_t u = u0 + k * gs;
                 p[j][k] = src && u < ue ? load_unit(src + block, u, a.bytes) : Pack{0, 0};
               }
             }
-            for (int j = 0; j < cnt; ++j) GNIO_UNROLL
-            for (int k = 0; k < kUnroll; ++k) {
-              if (m0 + j == 0)
-                acc[k].init(p[j][k]);
-              else
-                acc[k].add(p[j][k]);
+            GNIO_UNROLL
+            for (int j = 0; j < kBatch; ++j) {
+              if (m0 + j >= n) break;
+              GNIO_UNROLL
+              for (int k = 0; k < kUnroll; ++k) {
+                if (m0 + j == 0)
+                  acc[k].init(p[j][k]);
+                else
+                  acc[k].add(p[j][k]);
+              }
             }
           }
           GNIO_UNROLL
@@ -787,9 +791,9 @@ GNIO_HD inline CollAlgo CollComm::choose(const detail::CollArgs& a) const {
 // ---------------------------------------------------------------------------------------------
 // Execution
 
-template <class Coop, class T, class Op>
-GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned W,
-                             CallSite site) const {
+template <class Coop, class T, class Op, CollAlgo kAlgo>
+GNIO_HD Status CollComm::run_algo(const detail::CollArgs& args, unsigned w, unsigned W,
+                                  CallSite site) const {
   detail::CollArgs a = args;
   if (a.algo == CollAlgo::Auto) a.algo = choose(a);
   detail::CollCall<Coop> c(*this, a, w, W, site);
@@ -799,7 +803,7 @@ GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned 
     return Status::InvalidArgument;
   }
   if (W == 0 || W > ch.max_blocks || (a.algo == CollAlgo::Ring && W > ch.pipe_blocks) ||
-      !supports(a.algo, a) ||
+      !supports(a.algo, a) || (kAlgo != CollAlgo::Auto && a.algo != kAlgo) ||
       ((a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce) &&
        (a.root < 0 || a.root >= team.size))) {
     // The record's "bytes" and "heap holds" numbers are the message and, for LL, what a slot
@@ -819,14 +823,30 @@ GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned 
     c.g.sync();
     return Status::Ok;
   }
-  switch (a.algo) {
-    case CollAlgo::LL: detail::ll_exec<Coop, T, Op>(c); break;
-    case CollAlgo::OneShot: detail::direct_exec<Coop, T, Op>(c, false); break;
-    case CollAlgo::TwoShot: detail::direct_exec<Coop, T, Op>(c, true); break;
-    default: detail::ring_exec<Coop, T, Op>(c); break;
+  if constexpr (kAlgo == CollAlgo::Auto) {
+    switch (a.algo) {
+      case CollAlgo::LL: detail::ll_exec<Coop, T, Op>(c); break;
+      case CollAlgo::OneShot: detail::direct_exec<Coop, T, Op>(c, false); break;
+      case CollAlgo::TwoShot: detail::direct_exec<Coop, T, Op>(c, true); break;
+      default: detail::ring_exec<Coop, T, Op>(c); break;
+    }
+  } else if constexpr (kAlgo == CollAlgo::LL) {
+    detail::ll_exec<Coop, T, Op>(c);
+  } else if constexpr (kAlgo == CollAlgo::OneShot) {
+    detail::direct_exec<Coop, T, Op>(c, false);
+  } else if constexpr (kAlgo == CollAlgo::TwoShot) {
+    detail::direct_exec<Coop, T, Op>(c, true);
+  } else {
+    detail::ring_exec<Coop, T, Op>(c);
   }
   detail::finish(c);
   return c.st;
+}
+
+template <class Coop, class T, class Op>
+GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned W,
+                             CallSite site) const {
+  return run_algo<Coop, T, Op, CollAlgo::Auto>(args, w, W, site);
 }
 
 template <class Coop, class T, class Op>
