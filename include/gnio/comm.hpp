@@ -167,6 +167,9 @@ class Comm {
 
   /// Throws the error a device operation recorded (Timeout naming rank, peer, address, expected
   /// and seen value, call site; Unsupported; InvalidArgument), or RemoteError/abort state.
+  /// A rank that died or became unreachable (docs/guide/failures.md) comes first: RemoteError
+  /// naming it ("rank 3 (host pid 123) died or became unreachable: ..."), also from alloc, free,
+  /// register_buffer, split and every bootstrap call made after the loss.
   void check() const;
   /// Waits for `stream`, bounded by GNIO_TIMEOUT plus a margin, checking for device errors while
   /// it waits; throws as check() does, or Timeout when the stream does not drain.
@@ -174,7 +177,7 @@ class Comm {
   /// Stops every wait of this communicator (device waits return Status::Aborted, host waits
   /// throw). Callable from any thread. The communicator cannot be used afterwards.
   void abort() noexcept;
-  /// True after abort() or a recorded device error.
+  /// True after abort(), a recorded device error, or a lost rank.
   bool aborted() const noexcept;
 
   /// The implementation (internal).

@@ -634,6 +634,16 @@ void TcpBootstrap::abort_job(const Error& error) {
   }
 }
 
+void TcpBootstrap::fail_job(ErrorClass error_class, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!poisoned_.empty()) return;
+    poisoned_ = message;
+    poison_class_ = error_class;
+  }
+  arrived_.notify_all();
+}
+
 template <class F>
 void TcpBootstrap::collective(CollKind kind, F&& body) {
   std::lock_guard<std::mutex> coll_lock(coll_mutex_);

@@ -58,6 +58,10 @@ class TcpBootstrap final : public Bootstrap {
   const SockAddr& listen_address() const { return listen_addr_; }
   /// Stray connections the listener has dropped so far (for tests).
   std::uint64_t dropped_connections() const { return drops_.dropped(); }
+  /// Makes every pending and later call throw Error(`error_class`, `message`) (the first such
+  /// failure wins), without telling the peers: for a failure the caller already knows every rank
+  /// learns by itself (a rank the liveness watcher saw die). Thread-safe.
+  void fail_job(ErrorClass error_class, const std::string& message);
 
  private:
   // One incoming message.

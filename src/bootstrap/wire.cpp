@@ -87,7 +87,7 @@ std::optional<Hello> decode_hello(const void* data, std::size_t len) {
   if (get32(p) != kHelloMagic || get16(p + 4) != kProtocolVersion) return std::nullopt;
   std::uint16_t purpose = get16(p + 6);
   if (purpose < static_cast<std::uint16_t>(Purpose::Register) ||
-      purpose > static_cast<std::uint16_t>(Purpose::FdExchange))
+      purpose > static_cast<std::uint16_t>(Purpose::Liveness))
     return std::nullopt;
   Hello h;
   h.purpose = static_cast<Purpose>(purpose);

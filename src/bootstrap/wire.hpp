@@ -38,6 +38,7 @@ inline constexpr std::uint32_t kHelloMagic = fourcc("GNhi");
 inline constexpr std::uint32_t kFrameMagic = fourcc("GNfr");
 inline constexpr std::uint32_t kUniqueIdMagic = fourcc("GNid");
 inline constexpr std::uint32_t kFdMessageMagic = fourcc("GNfd");
+inline constexpr std::uint32_t kLivenessMagic = fourcc("GNlv");
 /// Bumped on any incompatible change of a layout below; peers with another version are refused.
 inline constexpr std::uint16_t kProtocolVersion = 1;
 /// Largest job the bootstrap accepts (bounds the root's address table).
@@ -53,6 +54,7 @@ enum class Purpose : std::uint16_t {
   Register = 1,    ///< a rank registering with the root service
   Peer = 2,        ///< a rank opening its one-way data connection to another rank
   FdExchange = 3,  ///< node-local Unix socket of FdExchange
+  Liveness = 4,    ///< a rank's heartbeat connection to rank 0 (LivenessWatcher)
 };
 
 /// The first bytes on every connection.

@@ -11,6 +11,7 @@
 
 #include "base/deadline.hpp"
 #include "base/fail.hpp"
+#include "bootstrap/tcp_bootstrap.hpp"
 #include "core/comm_impl.hpp"
 #include "gnio/config.hpp"
 #include "gnio/log.hpp"
@@ -142,6 +143,21 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   for (int r = 0; r < size; ++r) all[r] = r;
   world = make_team(all);
   node_team = make_team(node_ranks);
+
+  // Last, so a failure above leaves no watcher to say goodbye for a rank that never got here.
+  const double heartbeat_s = config_seconds("GNIO_HEARTBEAT_INTERVAL");
+  if (heartbeat_s > 0 && size > 1) {
+    bootstrap::LivenessOptions lo;
+    lo.interval_s = heartbeat_s;
+    // Silence is declared after ten missed heartbeats, but never later than GNIO_TIMEOUT: a cut
+    // network must be reported before device waits would give up on their own.
+    lo.silence_s = 10 * heartbeat_s;
+    if (timeout_s > 0) lo.silence_s = std::min(lo.silence_s, std::max(timeout_s, 2 * heartbeat_s));
+    lo.connect_s = config_seconds("GNIO_BOOTSTRAP_TIMEOUT");
+    if (lo.connect_s <= 0) lo.connect_s = 1e9;
+    liveness = std::make_unique<bootstrap::LivenessWatcher>(
+        *bootstrap, lo, [this](int r, const std::string& what) { on_peer_lost(r, what); });
+  }
   GNIO_INFO(Init, "rank %d/%d: node %d/%d (%s), local rank %d/%zu, backend %s, %s", rank, size, node,
             nodes, node_id.c_str(), local_rank, node_ranks.size(), to_string(backend_kind),
             backend->describe().c_str());
@@ -162,6 +178,9 @@ CommImpl::~CommImpl() {
       GNIO_WARN(Init, "teardown: not every rank reached the final barrier (%s); unmapping anyway", e.what());
     }
   }
+  // After the barrier every rank is leaving in order: the goodbye keeps the others from taking
+  // this rank's exit for a death. Before the heap goes, so no loss is reported into freed state.
+  liveness.reset();
   // CUDA IPC heaps are freed only after every peer closed them: the teardown waits for the
   // others again unless the communicator was aborted.
   if (heap) heap->teardown(!aborted.load());
@@ -218,7 +237,50 @@ std::string CommImpl::describe_offset(std::uint64_t offset) const {
   return format("symmetric-heap offset 0x%llx", static_cast<unsigned long long>(offset));
 }
 
+void CommImpl::on_peer_lost(int rank, const std::string& what) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(loss_mutex);
+    if (lost_rank >= 0) {
+      GNIO_WARN(Init, "rank %d: also lost: %s", bootstrap->rank(), what.c_str());
+      return;
+    }
+    lost_rank = rank;
+    loss = what;
+  }
+  GNIO_WARN(Init, "rank %d: %s; aborting the communicator", bootstrap->rank(), what.c_str());
+  peer_lost.store(true, std::memory_order_release);
+  aborted.store(true);
+  // Device waits read failed_rank only after they see kAbortPeerLost (acquire).
+  dev::atomic_store(&control->failed_rank, static_cast<std::uint32_t>(rank), dev::Order::Relaxed);
+  dev::atomic_store(&control->abort, kAbortPeerLost, dev::Order::Release);
+  // Bootstrap calls waiting on the dead rank (or on ranks waiting on it) end now, not at
+  // GNIO_BOOTSTRAP_TIMEOUT: every survivor learns of the loss from its own watcher.
+  if (auto* tcp = dynamic_cast<bootstrap::TcpBootstrap*>(bootstrap.get())) {
+    try {
+      tcp->fail_job(ErrorClass::RemoteError,
+                    format("rank %d: %s", bootstrap->rank(), what.c_str()));
+    } catch (...) {
+      // Only allocation can throw here; the abort word above already stops the device side.
+    }
+  }
+}
+
+void CommImpl::check_alive() const {
+  if (!peer_lost.load(std::memory_order_acquire)) return;
+  std::string what;
+  {
+    std::lock_guard<std::mutex> lock(loss_mutex);
+    what = loss;
+  }
+  fail(ErrorClass::RemoteError,
+       "rank %d: %s. The communicator is aborted: destroy it (and end the job, or build a new "
+       "one without that rank)",
+       bootstrap->rank(), what.c_str());
+}
+
 void CommImpl::check() const {
+  // A lost rank explains whatever the device saw afterwards (a wait on it timing out).
+  check_alive();
   const StallRecord& r = control->stall;
   if (dev::atomic_load(const_cast<std::uint32_t*>(&r.state), dev::Order::Acquire) == 2u) {
     static const char* kCmp[] = {"==", "!=", ">", ">=", "<", "<="};
@@ -295,6 +357,7 @@ const std::string& Comm::launch_source() const noexcept { return impl_->info.sou
 Bootstrap& Comm::bootstrap() const { return *impl_->bootstrap; }
 
 SymPtr<char> Comm::alloc_bytes(std::size_t bytes, std::size_t align) {
+  impl_->check_alive();
   std::lock_guard<std::mutex> lock(impl_->mutex);
   std::uint64_t off = impl_->heap->allocate(bytes, align);
   return SymPtr<char>{impl_->heap_id, 0, off};
@@ -303,6 +366,7 @@ SymPtr<char> Comm::alloc_bytes(std::size_t bytes, std::size_t align) {
 void Comm::free_bytes(SymPtr<char> p) {
   if (p.is_null()) return;
   GNIO_REQUIRE(p.heap == impl_->heap_id, "free: the pointer belongs to another communicator's heap");
+  impl_->check_alive();
   std::lock_guard<std::mutex> lock(impl_->mutex);
   GNIO_REQUIRE(impl_->heap->allocation_size(p.offset) != 0,
                "free: offset 0x%llx is not a live symmetric allocation (double free?); nothing was freed",
@@ -331,6 +395,7 @@ const char* Comm::heap_mapping() const noexcept {
 
 Window Comm::register_buffer(void* ptr, std::size_t bytes) {
   detail::CommImpl& c = *impl_;
+  c.check_alive();
   std::lock_guard<std::mutex> lock(c.mutex);
   detail::WindowContext ctx;
   ctx.owner = impl_;
@@ -400,6 +465,7 @@ const Team& Comm::world() const noexcept { return impl_->world; }
 const Team& Comm::node_team() const noexcept { return impl_->node_team; }
 
 Team Comm::split(const Team& parent, int color, int key) {
+  impl_->check_alive();
   std::lock_guard<std::mutex> lock(impl_->mutex);
   struct Entry {
     std::int32_t color, key, parent_index, rank;
@@ -442,6 +508,7 @@ Team Comm::split_strided(const Team& parent, int start, int stride, int size) {
   GNIO_REQUIRE(start >= 0 && stride >= 1 && size >= 1 && start + (size - 1) * stride < parent.size,
                "split_strided: start %d, stride %d, size %d do not fit a team of %d", start, stride,
                size, parent.size);
+  impl_->check_alive();
   std::lock_guard<std::mutex> lock(impl_->mutex);
   std::vector<int> ranks;
   for (int i = 0; i < size; ++i) ranks.push_back(parent.world_rank(start + i * stride));
@@ -494,7 +561,7 @@ void Comm::synchronize(StreamRef stream) const {
 
 void Comm::abort() noexcept {
   impl_->aborted.store(true);
-  dev::atomic_store(&impl_->control->abort, 1u, dev::Order::Release);
+  dev::atomic_store(&impl_->control->abort, kAbortByHost, dev::Order::Release);
 }
 
 bool Comm::aborted() const noexcept {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bootstrap/fd_exchange.hpp"
+#include "bootstrap/liveness.hpp"
 #include "gnio/comm.hpp"
 #include "memory/symmetric_heap.hpp"
 #include "memory/window.hpp"
@@ -26,8 +27,13 @@ class CommImpl {
   Team make_team(const std::vector<int>& members);
   /// Describes the symmetric-heap location `offset` for error messages.
   std::string describe_offset(std::uint64_t offset) const;
-  /// Throws the recorded device error, if any.
+  /// Throws the recorded device error or peer loss, if any.
   void check() const;
+  /// Throws Error(RemoteError) naming the lost rank once the liveness watcher saw one die.
+  void check_alive() const;
+  /// The liveness watcher's report (on its thread): records the first lost rank, aborts device
+  /// waits (Status::RemoteError) and fails every pending and later bootstrap call.
+  void on_peer_lost(int rank, const std::string& what) noexcept;
 
   LaunchInfo info;
   std::unique_ptr<Bootstrap> bootstrap;
@@ -55,6 +61,13 @@ class CommImpl {
   WindowStats window_stats;
   double timeout_s = 0;
   std::atomic<bool> aborted{false};
+  // Peer-failure detection (null when GNIO_HEARTBEAT_INTERVAL=0 or a single rank). Declared
+  // after what on_peer_lost touches; destroyed explicitly in ~CommImpl, before the heap.
+  std::unique_ptr<bootstrap::LivenessWatcher> liveness;
+  std::atomic<bool> peer_lost{false};
+  mutable std::mutex loss_mutex;  // guards lost_rank and loss (written once, on the watcher)
+  int lost_rank = -1;
+  std::string loss;
   mutable std::mutex mutex;  // serialises collective host calls made from several threads
   // Collectives (src/coll/coll.cpp): per-communicator channel state, created on first use.
   std::shared_ptr<void> coll_state;

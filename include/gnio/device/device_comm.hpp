@@ -6,7 +6,8 @@
 // Every wait is bounded: it watches the host-set abort word and a deadline (GNIO_TIMEOUT); on
 // expiry the first failing thread records where it stalled (StallRecord) and every later wait of
 // the communicator returns Status::Aborted at once, so kernels drain instead of hanging. The host
-// turns the record into a gnio::Error (Comm::check, Comm::synchronize).
+// turns the record into a gnio::Error (Comm::check, Comm::synchronize). When the host's liveness
+// watcher sees a rank die, waits return Status::RemoteError and failed_rank() names the rank.
 #pragma once
 
 #include <cstddef>
@@ -181,6 +182,18 @@ struct DeviceComm {
   /// True when the host aborted the communicator or a device error was recorded.
   GNIO_HD_INLINE bool aborted() const {
     return control_ && dev::atomic_load(&control_->abort, dev::Order::Relaxed) != 0;
+  }
+  /// What a wait that saw the abort word returns: RemoteError when a rank was lost, else Aborted.
+  GNIO_HD_INLINE Status abort_status() const {
+    return dev::atomic_load(&control_->abort, dev::Order::Acquire) == kAbortPeerLost
+               ? Status::RemoteError
+               : Status::Aborted;
+  }
+  /// The rank whose loss aborted the communicator (Status::RemoteError), or -1.
+  GNIO_HD_INLINE int failed_rank() const {
+    if (!control_ || dev::atomic_load(&control_->abort, dev::Order::Acquire) != kAbortPeerLost)
+      return -1;
+    return static_cast<int>(dev::atomic_load(&control_->failed_rank, dev::Order::Relaxed));
   }
   /// Records a failure (first one wins) and makes every later wait return Status::Aborted.
   GNIO_HD void report(Status status, const char* op, int peer, std::uint64_t heap_offset,

@@ -19,6 +19,9 @@ enum class Status : std::uint32_t {
   Unsupported = 3,
   /// A bad argument reached the device (peer out of range, ...).
   InvalidArgument = 4,
+  /// A rank of the communicator died or became unreachable (seen by the host's liveness
+  /// watcher); nothing waited. DeviceComm::failed_rank() names it.
+  RemoteError = 5,
 };
 
 /// Comparison of wait_signal/test: is `seen <cmp> value`?
@@ -53,12 +56,18 @@ struct StallRecord {
   char file[96];              ///< call site file (tail of the path)
 };
 
+/// DeviceControl::abort values.
+inline constexpr std::uint32_t kAbortByHost = 1;       ///< Comm::abort()
+inline constexpr std::uint32_t kAbortDeviceError = 2;  ///< a device error was recorded
+inline constexpr std::uint32_t kAbortPeerLost = 3;     ///< a rank died; failed_rank names it
+
 /// Control words shared between the host and every kernel of a communicator (host-mapped).
 struct DeviceControl {
-  /// 0 = running; non-zero = stop waiting (1 = aborted by the host, 2 = a device error recorded).
+  /// 0 = running; non-zero = stop waiting (one of the kAbort* values).
   /// Written with plain (release) stores by either side, never read-modify-written.
   std::uint32_t abort;
-  std::uint32_t pad;
+  /// The lost rank when abort == kAbortPeerLost; written (relaxed) by the host before abort.
+  std::uint32_t failed_rank;
   StallRecord stall;
 };
 

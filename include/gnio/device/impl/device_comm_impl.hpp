@@ -46,7 +46,7 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::report(Status status, const char* 
     detail::copy_tail(r.file, sizeof(r.file), site.file);
     dev::atomic_store(&r.state, 2u, dev::Order::Release);
     // Every later wait of the communicator sees this and returns Status::Aborted.
-    dev::atomic_store(&control_->abort, 2u, dev::Order::Release);
+    dev::atomic_store(&control_->abort, kAbortDeviceError, dev::Order::Release);
   }
 }
 
@@ -59,7 +59,7 @@ GNIO_HD inline Status DeviceComm::wait_until(Ready ready, const char* op, int pe
   for (std::uint32_t it = 0;; ++it) {
     if (ready(seen)) return Status::Ok;
     if ((it & detail::kWaitCheckMask) == detail::kWaitCheckMask) {
-      if (aborted()) return Status::Aborted;
+      if (aborted()) return abort_status();
       const std::uint64_t now = dev::now_ns();
       if (start == 0) {
         start = now;

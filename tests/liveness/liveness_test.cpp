@@ -1,0 +1,151 @@
+// Peer-failure detection seen from outside the job: liveness_test runs gnio-run on
+// liveness_probe (see its header for the scenarios) and checks that
+//  * when one rank is SIGKILLed inside a device wait, a team sync, a bootstrap barrier, an
+//    allocation (or an allreduce), every survivor gets RemoteError naming that rank within a few
+//    seconds although GNIO_TIMEOUT is 30 s (so the liveness watcher, not a wait's deadline, told
+//    it), the kernel's wait returned Status::RemoteError with failed_rank() = the victim, every
+//    later call throws RemoteError, teardown is bounded, and the survivors exit 0;
+//  * a stopped (not killed) rank is found by its missing heartbeats;
+//  * gnio-run's exit status is 137 and its message names the killed rank;
+//  * an orderly teardown of 2, 3 and 4 ranks reports nothing.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "common/job.hpp"
+#include "gnio/device/status.hpp"
+
+namespace liveness_test {
+namespace {
+
+/// One survivor's LIVENESS line, by field.
+using Fields = std::map<std::string, std::string>;
+
+/// The LIVENESS lines of a run, by rank.
+std::map<int, Fields> parse(const std::string& out) {
+  std::map<int, Fields> result;
+  static const std::regex line_re(R"(LIVENESS rank=(\d+) ([^\n]*))");
+  static const std::regex field_re(R"((\w+)=(\S*))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line_re);
+       it != std::sregex_iterator(); ++it) {
+    Fields f;
+    std::string rest = (*it)[2];
+    std::size_t msg = rest.find("message=");
+    if (msg != std::string::npos) {
+      f["message"] = rest.substr(msg + 8);
+      rest = rest.substr(0, msg);
+    }
+    for (auto ft = std::sregex_iterator(rest.begin(), rest.end(), field_re);
+         ft != std::sregex_iterator(); ++ft)
+      f[(*ft)[1]] = (*ft)[2];
+    result[std::stoi((*it)[1])] = f;
+  }
+  return result;
+}
+
+struct Scenario {
+  const char* name;
+  int ranks;
+  int victim;
+  bool kernel;    // the survivors wait inside a kernel
+  double detect;  // bound on detection after the victim's death, seconds
+};
+
+// GNIO_TIMEOUT=30: a report within a few seconds cannot be a wait's deadline.
+const std::vector<std::string> kEnv = {"GNIO_BACKEND=host", "GNIO_TIMEOUT=30",
+                                       "GNIO_BOOTSTRAP_TIMEOUT=30", "GNIO_HEAP_SIZE=16M"};
+
+void run_kill(const Scenario& s, const std::vector<std::string>& extra_env = {}) {
+  std::vector<std::string> env = kEnv;
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  gnio_test::Job job(GNIO_RUN_EXE,
+                     {"-n", std::to_string(s.ranks), "--grace", "30", "--timeout", "120", "--",
+                      LIVENESS_PROBE_EXE, s.name, std::to_string(s.victim)},
+                     env);
+  int status = job.finish(180);
+  const std::string all = "stdout:\n" + job.out + "\nstderr:\n" + job.err;
+  // gnio-run: the victim's signal decides the status, and its message names the rank.
+  EXPECT_EQ(status, 128 + 9) << all;
+  EXPECT_NE(job.err.find("rank " + std::to_string(s.victim) + " (pid "), std::string::npos) << all;
+  EXPECT_NE(job.err.find("was killed by signal 9"), std::string::npos) << all;
+
+  std::map<int, Fields> lines = parse(job.out);
+  EXPECT_EQ(lines.size(), static_cast<std::size_t>(s.ranks - 1)) << all;
+  const std::string named = "rank " + std::to_string(s.victim) + " (";
+  for (auto& [rank, f] : lines) {
+    SCOPED_TRACE("survivor rank " + std::to_string(rank));
+    EXPECT_NE(rank, s.victim) << all;
+    EXPECT_EQ(f["class"], "RemoteError") << all;
+    EXPECT_NE(f["message"].find(named), std::string::npos) << f["message"];
+    EXPECT_LT(std::stod(f["detect_s"]), s.detect) << all;
+    EXPECT_LT(std::stod(f["teardown_s"]), 5.0) << all;
+    EXPECT_EQ(f["later"], "1") << all;
+    if (s.kernel) {
+      EXPECT_EQ(f["status"], std::to_string(static_cast<unsigned>(gnio::Status::RemoteError)))
+          << all;
+      EXPECT_EQ(f["failed_rank"], std::to_string(s.victim)) << all;
+    }
+  }
+}
+
+TEST(PeerFailure, KillDuringDeviceWaitSignal) {
+  run_kill({"wait", 3, 1, true, 3.0});
+}
+
+TEST(PeerFailure, KillOfTheHubDuringDeviceWait) {
+  run_kill({"wait", 3, 0, true, 3.0});
+}
+
+TEST(PeerFailure, KillDuringDeviceTeamSync) {
+  run_kill({"sync", 4, 2, true, 3.0});
+}
+
+TEST(PeerFailure, KillDuringBootstrapBarrier) {
+  run_kill({"barrier", 3, 2, false, 3.0});
+}
+
+TEST(PeerFailure, KillDuringAlloc) {
+  run_kill({"alloc", 3, 1, false, 3.0});
+}
+
+#ifdef GNIO_LIVENESS_COLL
+TEST(PeerFailure, KillDuringAllreduce) {
+  run_kill({"allreduce", 3, 2, false, 3.0});
+}
+#endif
+
+TEST(PeerFailure, StoppedRankIsFoundByMissingHeartbeats) {
+  // Heartbeats every 0.1 s: silence is declared after 1 s. The process keeps its sockets open,
+  // so only the missing heartbeats tell.
+  Scenario s{"stop", 2, 1, true, 4.0};
+  run_kill(s, {"GNIO_HEARTBEAT_INTERVAL=0.1"});
+}
+
+class OrderlyTeardown : public ::testing::TestWithParam<int> {};
+
+TEST_P(OrderlyTeardown, ReportsNothing) {
+  const int ranks = GetParam();
+  std::vector<std::string> env = kEnv;
+  env.push_back("GNIO_HEARTBEAT_INTERVAL=0.05");  // many heartbeats during the staggered idling
+  gnio_test::Job job(
+      GNIO_RUN_EXE,
+      {"-n", std::to_string(ranks), "--timeout", "120", "--", LIVENESS_PROBE_EXE, "orderly", "0"},
+      env);
+  int status = job.finish(180);
+  const std::string all = "stdout:\n" + job.out + "\nstderr:\n" + job.err;
+  EXPECT_EQ(status, 0) << all;
+  std::map<int, Fields> lines = parse(job.out);
+  EXPECT_EQ(lines.size(), static_cast<std::size_t>(ranks)) << all;
+  for (auto& [rank, f] : lines) EXPECT_EQ(f["ok"], "1") << all;
+  EXPECT_EQ(job.out.find("unreachable"), std::string::npos) << all;
+  EXPECT_EQ(job.err.find("unreachable"), std::string::npos) << all;
+  EXPECT_EQ(job.err.find("WARN"), std::string::npos) << all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, OrderlyTeardown, ::testing::Values(2, 3, 4));
+
+}  // namespace
+}  // namespace liveness_test
