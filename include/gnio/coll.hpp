@@ -25,6 +25,11 @@
 // stream (or a graph and that stream) at the same time. Errors a kernel records (timeouts,
 // unreachable peers) surface from Comm::synchronize / Comm::check.
 //
+// GNIO_CHECK=1 (debugging): each call first compares its collective, type, operator, count, root
+// and call number across ranks through the bootstrap (a host round trip) and, when the ranks
+// disagree, throws Error(InvalidArgument) on every rank, naming the ranks and values, with
+// nothing enqueued. See docs/reliability.md.
+//
 // See docs/guide/collectives.md for the algorithms, when each is chosen, and determinism.
 #pragma once
 

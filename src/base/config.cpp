@@ -106,6 +106,10 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_COLL_THREADS", ConfigType::Int, "0",
      "threads per block of collective kernels (multiple of 32; GPUs: at most what the kernels' "
      "registers allow); 0 = 256 on GPUs, 4 on the host backend"},
+    {"GNIO_CHECK", ConfigType::Bool, "0",
+     "before each host collective, compare its arguments (collective, type, operator, count, "
+     "root, call number) across ranks through the bootstrap and throw InvalidArgument on every "
+     "rank on a mismatch; costs a host round trip per call (debugging)"},
 };
 
 bool parse_bool(const std::string& s, bool* out) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -193,12 +195,19 @@ struct Channel {
 class CollState {
  public:
   CollState()
-      : cfg(read_config()), algos(parse_algorithms(config_text("GNIO_ALGO"), "GNIO_ALGO")) {}
+      : cfg(read_config()),
+        check(config_bool("GNIO_CHECK")),
+        algos(parse_algorithms(config_text("GNIO_ALGO"), "GNIO_ALGO")) {}
 
   const CollConfig cfg;
-  std::mutex mu;  // guards algos and channels
+  const bool check;  // GNIO_CHECK: compare every call's arguments across ranks first
+  std::mutex mu;     // guards algos and channels
   AlgoTable algos;
   std::vector<Channel> channels;
+  // GNIO_CHECK: held across one call's exchange, so calls from several threads keep their
+  // sequence numbers in the order of their bootstrap exchanges.
+  std::mutex check_mu;
+  std::uint64_t check_seq = 0;  // collectives this rank has called on the communicator
 };
 
 CollState& state(CommImpl& impl) {
@@ -393,6 +402,185 @@ void validate(const Comm& comm, const Request& r) {
     GNIO_REQUIRE(r.send != r.recv, "rank %d: alltoall cannot run in place (send == recv)", me);
 }
 
+// ---------------------------------------------------------------------------------------------
+// GNIO_CHECK: cross-rank comparison of every call's arguments before anything is enqueued.
+
+/// What one rank says about its call. Plain words of a fixed size, so that every call of every
+/// kind exchanges the same bytes; the magic tells a record from whatever else a rank that is not
+/// in a collective call may have sent in the same bootstrap exchange.
+struct CheckRecord {
+  std::uint64_t magic = 0;
+  std::uint64_t seq = 0;    // 1-based number of this collective call on the communicator
+  std::uint64_t count = 0;  // NCCL's count; alltoallv: unused (compared pairwise below)
+  std::uint32_t kind = 0, type = 0, op = 0;
+  std::int32_t root = 0;
+  std::uint32_t valid = 0;  // 1 when the call passed this rank's own checks
+  std::uint32_t pad = 0;
+};
+constexpr std::uint64_t kCheckMagic = 0x4b434843'4f494e47ull;  // "GNIOCHCK"
+
+/// "0,2,3" or, for runs of three or more, "0-5,7".
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += std::to_string(ranks[i]);
+    if (j >= i + 2)
+      s += "-" + std::to_string(ranks[j]);
+    else if (j == i + 1)
+      s += "," + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+/// Groups ranks by the value `value_of` gives and describes the disagreement, the largest group
+/// last ("rank 1 passed count 1000, ranks 0,2,3 passed 999"); empty when every rank agrees.
+template <class F>
+std::string disagreement(const std::vector<int>& ranks, const char* verb, F&& value_of) {
+  std::map<std::string, std::vector<int>> groups;
+  for (int r : ranks) groups[value_of(r)].push_back(r);
+  if (groups.size() < 2) return "";
+  std::vector<std::pair<std::string, std::vector<int>>> ordered(groups.begin(), groups.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    if (a.second.size() != b.second.size()) return a.second.size() < b.second.size();
+    return a.second.front() < b.second.front();
+  });
+  std::string s;
+  for (const auto& [value, members] : ordered) {
+    if (!s.empty()) s += ", ";
+    s += (members.size() == 1 ? "rank " : "ranks ") + rank_list(members) + " " + verb + " " + value;
+  }
+  return s;
+}
+
+std::string type_name(std::uint32_t t) {
+  return t < static_cast<std::uint32_t>(kDataTypeCount) ? to_string(static_cast<DataType>(t))
+                                                        : "type " + std::to_string(t);
+}
+std::string op_name(std::uint32_t op) {
+  return op < static_cast<std::uint32_t>(kRedOpCount) ? to_string(static_cast<RedOp>(op))
+                                                      : "operator " + std::to_string(op);
+}
+
+/// Everything the ranks' records disagree on, "; "-separated; empty when they agree.
+std::string compare_records(const std::vector<CheckRecord>& all) {
+  const int n = static_cast<int>(all.size());
+  std::vector<int> ranks;
+  std::vector<std::string> problems;
+  std::vector<int> strangers, rejected;
+  for (int q = 0; q < n; ++q) (all[q].magic == kCheckMagic ? ranks : strangers).push_back(q);
+  if (!strangers.empty())
+    problems.push_back((strangers.size() == 1 ? "rank " : "ranks ") + rank_list(strangers) +
+                       " took part in this exchange from outside a collective call (another "
+                       "bootstrap exchange, or a rank without GNIO_CHECK=1)");
+  auto add = [&](std::string s) {
+    if (!s.empty()) problems.push_back(std::move(s));
+  };
+  add(disagreement(ranks, "is at collective",
+                   [&](int q) { return "#" + std::to_string(all[q].seq); }));
+  const std::string kinds = disagreement(ranks, "called", [&](int q) {
+    return std::string(to_string(static_cast<CollKind>(all[q].kind)));
+  });
+  if (!kinds.empty()) {
+    // The other fields mean different things for different collectives.
+    problems.push_back(kinds + " (did a rank skip or add a collective call?)");
+  } else if (!ranks.empty()) {
+    const CollKind k = static_cast<CollKind>(all[ranks.front()].kind);
+    add(disagreement(ranks, "passed", [&](int q) { return type_name(all[q].type); }));
+    if (k != CollKind::AllToAllV)
+      add(disagreement(ranks, "passed count", [&](int q) { return std::to_string(all[q].count); }));
+    if (reducing(k)) add(disagreement(ranks, "passed", [&](int q) { return op_name(all[q].op); }));
+    if (k == CollKind::Broadcast || k == CollKind::Reduce)
+      add(disagreement(ranks, "passed root", [&](int q) { return std::to_string(all[q].root); }));
+  }
+  for (int q : ranks)
+    if (!all[q].valid) rejected.push_back(q);
+  if (!rejected.empty())
+    problems.push_back((rejected.size() == 1 ? "rank " : "ranks ") + rank_list(rejected) +
+                       " rejected " + (rejected.size() == 1 ? "its" : "their") +
+                       " own arguments (its error says why)");
+  std::string s;
+  for (const std::string& p : problems) s += (s.empty() ? "" : "; ") + p;
+  return s;
+}
+
+/// Alltoallv: rank r's send_counts[q] must equal rank q's recv_counts[r]. One more exchange (of
+/// the counts), made only when every rank is in the same valid alltoallv call.
+void check_alltoallv_pairs(CommImpl& impl, const Request& r, const char* call) {
+  const int n = impl.bootstrap->size(), me = impl.bootstrap->rank();
+  const std::size_t nn = static_cast<std::size_t>(n);
+  std::vector<std::uint64_t> counts(2 * nn * nn);
+  std::uint64_t* mine = counts.data() + 2 * nn * static_cast<std::size_t>(me);
+  for (std::size_t q = 0; q < nn; ++q) {
+    mine[q] = r.a2av[0][q];
+    mine[nn + q] = r.a2av[2][q];
+  }
+  impl.bootstrap->allgather(counts.data(), 2 * nn * sizeof(std::uint64_t));
+  std::string s;
+  int shown = 0, found = 0;
+  for (int from = 0; from < n; ++from)
+    for (int to = 0; to < n; ++to) {
+      const std::uint64_t sent =
+          counts[2 * nn * static_cast<std::size_t>(from) + static_cast<std::size_t>(to)];
+      const std::uint64_t expected =
+          counts[2 * nn * static_cast<std::size_t>(to) + nn + static_cast<std::size_t>(from)];
+      if (sent == expected) continue;
+      ++found;
+      if (shown++ < 4)
+        s += format("%srank %d sends %llu elements to rank %d, which expects %llu from it",
+                    s.empty() ? "" : "; ", from, static_cast<unsigned long long>(sent), to,
+                    static_cast<unsigned long long>(expected));
+    }
+  if (found > shown) s += format(" (and %d more pairs)", found - shown);
+  if (!s.empty())
+    fail(ErrorClass::InvalidArgument,
+         "rank %d: %s: %s; nothing was enqueued on any rank (GNIO_CHECK=1)", me, call, s.c_str());
+}
+
+/// GNIO_CHECK=1: checks this rank's arguments, exchanges what every rank must agree on through
+/// the bootstrap, and throws on every rank (before anything is enqueued) when a rank's own checks
+/// failed or the ranks disagree. A rank whose own checks failed throws its own error; the others
+/// throw InvalidArgument naming it.
+void cross_check(const Comm& comm, CommImpl& impl, CollState& st, const Request& r,
+                 StreamRef stream) {
+  std::exception_ptr local;
+  try {
+    validate(comm, r);
+    check_stream(comm, stream);
+  } catch (const Error&) {
+    local = std::current_exception();
+  }
+  const int n = comm.size(), me = comm.rank();
+  std::lock_guard<std::mutex> lock(st.check_mu);
+  CheckRecord rec;
+  rec.magic = kCheckMagic;
+  rec.seq = ++st.check_seq;
+  rec.count = r.count;
+  rec.kind = static_cast<std::uint32_t>(r.kind);
+  rec.type = static_cast<std::uint32_t>(r.type);
+  rec.op = static_cast<std::uint32_t>(reducing(r.kind) ? r.op : RedOp::Sum);
+  rec.root = r.kind == CollKind::Broadcast || r.kind == CollKind::Reduce ? r.root : 0;
+  rec.valid = local ? 0 : 1;
+  std::vector<CheckRecord> all(static_cast<std::size_t>(n));
+  all[static_cast<std::size_t>(me)] = rec;
+  impl.bootstrap->allgather(all.data(), sizeof(CheckRecord));
+  // Every rank saw the same records: continue from the same number after a mismatch, so one
+  // skipped call is reported once and the calls after it are checked normally.
+  for (const CheckRecord& q : all)
+    if (q.magic == kCheckMagic) st.check_seq = std::max(st.check_seq, q.seq);
+  if (local) std::rethrow_exception(local);
+  const std::string call = std::string(to_string(r.kind)) + " #" + std::to_string(rec.seq);
+  const std::string problems = compare_records(all);
+  if (!problems.empty())
+    fail(ErrorClass::InvalidArgument,
+         "rank %d: %s: %s; nothing was enqueued on any rank (GNIO_CHECK=1)", me, call.c_str(),
+         problems.c_str());
+  if (r.kind == CollKind::AllToAllV) check_alltoallv_pairs(impl, r, call.c_str());
+}
+
 /// The whole call as one set of kernel arguments (before chunking).
 CollArgs full_args(const Comm& comm, const Request& r) {
   const std::size_t es = size_of(r.type);
@@ -491,11 +679,15 @@ bool in_heap(const CommImpl& impl, const void* p, std::size_t bytes) {
 }
 
 void run(Comm& comm, const Request& r, StreamRef stream) {
-  validate(comm, r);
-  check_stream(comm, stream);
-  if (r.kind != CollKind::AllToAllV && r.count == 0) return;
   CommImpl& impl = *comm.impl();
   CollState& st = state(impl);
+  if (st.check) {
+    cross_check(comm, impl, st, r, stream);
+  } else {
+    validate(comm, r);
+    check_stream(comm, stream);
+  }
+  if (r.kind != CollKind::AllToAllV && r.count == 0) return;
   const CollChannel ch = channel_for(impl, st, stream);
   const CollComm cc = make_coll_comm(comm, st, ch, impl.world);
   const int n = comm.size(), me = comm.rank();
