@@ -72,6 +72,7 @@ void run_kill(const Scenario& s, const std::vector<std::string>& extra_env = {})
   EXPECT_NE(job.err.find("rank " + std::to_string(s.victim) + " (pid "), std::string::npos) << all;
   EXPECT_NE(job.err.find("was killed by signal 9"), std::string::npos) << all;
 
+  EXPECT_EQ(job.err.find("ThreadSanitizer"), std::string::npos) << all;  // sanitized builds
   std::map<int, Fields> lines = parse(job.out);
   EXPECT_EQ(lines.size(), static_cast<std::size_t>(s.ranks - 1)) << all;
   const std::string named = "rank " + std::to_string(s.victim) + " (";
@@ -143,6 +144,7 @@ TEST_P(OrderlyTeardown, ReportsNothing) {
   EXPECT_EQ(job.out.find("unreachable"), std::string::npos) << all;
   EXPECT_EQ(job.err.find("unreachable"), std::string::npos) << all;
   EXPECT_EQ(job.err.find("WARN"), std::string::npos) << all;
+  EXPECT_EQ(job.err.find("ThreadSanitizer"), std::string::npos) << all;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, OrderlyTeardown, ::testing::Values(2, 3, 4));
