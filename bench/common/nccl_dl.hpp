@@ -19,6 +19,24 @@ struct NcclUniqueId {
 using NcclComm = struct NcclCommOpaque*;
 using NcclResult = int;
 
+/// nccl.h's ncclDataType_t values (the fp8 types exist from NCCL 2.24 on).
+enum NcclDataType : int {
+  kNcclInt8 = 0,
+  kNcclUint8 = 1,
+  kNcclInt32 = 2,
+  kNcclUint32 = 3,
+  kNcclInt64 = 4,
+  kNcclUint64 = 5,
+  kNcclFloat16 = 6,
+  kNcclFloat32 = 7,
+  kNcclFloat64 = 8,
+  kNcclBfloat16 = 9,
+  kNcclFloat8e4m3 = 10,
+  kNcclFloat8e5m2 = 11,
+};
+/// nccl.h's built-in ncclRedOp_t values (NCCL has no bitwise operators).
+enum NcclRedOp : int { kNcclSum = 0, kNcclProd = 1, kNcclMax = 2, kNcclMin = 3 };
+
 class Nccl {
  public:
   /// Loads libnccl: $GNIO_BENCH_NCCL_LIB, then the NCCL shipped with the Python environment's
@@ -41,11 +59,16 @@ class Nccl {
     comm_init_rank = load<NcclResult (*)(NcclComm*, int, NcclUniqueId, int)>("ncclCommInitRank");
     comm_destroy = load<NcclResult (*)(NcclComm)>("ncclCommDestroy");
     get_error_string = load<const char* (*)(NcclResult)>("ncclGetErrorString");
-    all_reduce = load<NcclResult (*)(const void*, void*, size_t, int, int, NcclComm, void*)>("ncclAllReduce");
-    all_gather = load<NcclResult (*)(const void*, void*, size_t, int, NcclComm, void*)>("ncclAllGather");
-    reduce_scatter = load<NcclResult (*)(const void*, void*, size_t, int, int, NcclComm, void*)>("ncclReduceScatter");
-    broadcast = load<NcclResult (*)(const void*, void*, size_t, int, int, NcclComm, void*)>("ncclBroadcast");
-    reduce = load<NcclResult (*)(const void*, void*, size_t, int, int, int, NcclComm, void*)>("ncclReduce");
+    all_reduce = load<NcclResult (*)(const void*, void*, size_t, int, int, NcclComm, void*)>(
+        "ncclAllReduce");
+    all_gather =
+        load<NcclResult (*)(const void*, void*, size_t, int, NcclComm, void*)>("ncclAllGather");
+    reduce_scatter = load<NcclResult (*)(const void*, void*, size_t, int, int, NcclComm, void*)>(
+        "ncclReduceScatter");
+    broadcast = load<NcclResult (*)(const void*, void*, size_t, int, int, NcclComm, void*)>(
+        "ncclBroadcast");
+    reduce = load<NcclResult (*)(const void*, void*, size_t, int, int, int, NcclComm, void*)>(
+        "ncclReduce");
     send = load<NcclResult (*)(const void*, size_t, int, int, NcclComm, void*)>("ncclSend");
     recv = load<NcclResult (*)(void*, size_t, int, int, NcclComm, void*)>("ncclRecv");
     group_start = load<NcclResult (*)()>("ncclGroupStart");
@@ -56,16 +79,44 @@ class Nccl {
   bool ok() const { return handle_ && get_version && comm_init_rank; }
   const std::string& error() const { return error_; }
   const std::string& path() const { return path_; }
+  /// NCCL's version as one number (22809 for 2.28.9), or 0 when not loaded.
+  int version_code() const {
+    int v = 0;
+    if (!get_version || get_version(&v) != 0) return 0;
+    return v;
+  }
+  /// NCCL's message for `r` ("unknown" when not loaded).
+  std::string describe(NcclResult r) const {
+    const char* s = get_error_string ? get_error_string(r) : nullptr;
+    return s ? s : "unknown NCCL error " + std::to_string(r);
+  }
+  /// Joins a communicator of `size` ranks as `rank`: rank 0 creates the unique id and
+  /// `share(void* data, std::size_t bytes)` (a broadcast from rank 0 of the caller's own, e.g.
+  /// over gnio's bootstrap) hands it to every rank, then every rank calls ncclCommInitRank.
+  /// Collective.
+  template <class Share>
+  NcclResult init_rank(NcclComm* comm, int rank, int size, Share share) const {
+    NcclUniqueId id{};
+    NcclResult r = rank == 0 ? get_unique_id(&id) : 0;
+    // Every rank learns whether rank 0 could create the id, so none waits for an id that never
+    // comes.
+    share(&r, sizeof r);
+    if (r != 0) return r;
+    share(&id, sizeof id);
+    return comm_init_rank(comm, size, id, rank);
+  }
   /// "2.28.9", or "" when not loaded.
   std::string version() const {
     int v = 0;
     if (!get_version || get_version(&v) != 0) return "";
-    return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+    return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+           std::to_string(v % 100);
   }
   /// Aborts the benchmark with NCCL's message when a call failed.
   void check(NcclResult r, const char* what) const {
     if (r != 0) {
-      std::fprintf(stderr, "NCCL %s failed: %s\n", what, get_error_string ? get_error_string(r) : "?");
+      std::fprintf(stderr, "NCCL %s failed: %s\n", what,
+                   get_error_string ? get_error_string(r) : "?");
       std::exit(3);
     }
   }

@@ -10,8 +10,6 @@
 #include <stdexcept>
 
 namespace gnio::perf {
-namespace {
-
 std::string json_quote(const std::string& s) {
   std::string q = "\"";
   for (char c : s) {
@@ -33,16 +31,12 @@ std::string json_quote(const std::string& s) {
   return q + "\"";
 }
 
-/// A number as JSON: finite values with enough digits to round-trip what the table shows; JSON
-/// has no NaN or infinity, so those become null.
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.6g", v);
   return buf;
 }
-
-}  // namespace
 
 Stats stats_of(std::vector<double>& v) {
   Stats s;
@@ -90,6 +84,20 @@ std::string host_name() {
 }
 
 void write_json(const std::string& path, const RunInfo& info, const std::vector<Row>& rows) {
+  std::vector<std::string> objects;
+  objects.reserve(rows.size());
+  for (const Row& r : rows)
+    objects.push_back(
+        "{\"op\": " + json_quote(r.op) + ", \"scope\": " + json_quote(r.scope) +
+        ", \"mode\": " + json_quote(r.mode) + ", \"bytes\": " + std::to_string(r.bytes) +
+        ", \"iters\": " + std::to_string(r.iters) + ", \"median_us\": " + json_number(r.median_us) +
+        ", \"min_us\": " + json_number(r.min_us) + ", \"max_us\": " + json_number(r.max_us) +
+        ", \"gbps\": " + json_number(r.gbps) + ", \"wrong\": " + std::to_string(r.wrong) + "}");
+  write_json_rows(path, info, objects);
+}
+
+void write_json_rows(const std::string& path, const RunInfo& info,
+                     const std::vector<std::string>& rows) {
   std::string out = "{\n";
   auto field = [&](const char* key, const std::string& json_value, bool last = false) {
     out += "  " + json_quote(key) + ": " + json_value + (last ? "\n" : ",\n");
@@ -104,7 +112,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
   field("device", json_quote(info.device));
   field("ranks", std::to_string(info.ranks));
   field("command", json_quote(info.command));
-  field("timing", json_quote("eager"));
+  field("timing", json_quote(info.timing));
   auto object = [&](const std::vector<std::pair<std::string, std::string>>& kv) {
     std::string o = "{";
     for (std::size_t i = 0; i < kv.size(); ++i)
@@ -114,16 +122,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
   field("settings", object(info.settings));
   field("definitions", object(info.definitions));
   std::string list = "[";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    list += i ? ",\n    " : "\n    ";
-    list += "{\"op\": " + json_quote(r.op) + ", \"scope\": " + json_quote(r.scope) +
-            ", \"mode\": " + json_quote(r.mode) + ", \"bytes\": " + std::to_string(r.bytes) +
-            ", \"iters\": " + std::to_string(r.iters) +
-            ", \"median_us\": " + json_number(r.median_us) +
-            ", \"min_us\": " + json_number(r.min_us) + ", \"max_us\": " + json_number(r.max_us) +
-            ", \"gbps\": " + json_number(r.gbps) + ", \"wrong\": " + std::to_string(r.wrong) + "}";
-  }
+  for (std::size_t i = 0; i < rows.size(); ++i) list += (i ? ",\n    " : "\n    ") + rows[i];
   list += rows.empty() ? "]" : "\n  ]";
   field("rows", list, true);
   out += "}\n";

@@ -4,11 +4,12 @@
 // JSON layout (one object):
 //   { "schema": "gnio-perf/1", "library": "gnio"|"nvshmem", "subcommand": "rma",
 //     "version", "date" (UTC, ISO 8601), "host", "backend", "device", "ranks", "command",
-//     "timing": "eager", "settings": {name: value, ...}, "definitions": {mode: text, ...},
+//     "timing": "eager"|"graph", "settings": {name: value, ...}, "definitions": {mode: text, ...},
 //     "rows": [ {"op", "scope", "mode", "bytes", "iters", "median_us", "min_us", "max_us",
 //                "gbps", "wrong"}, ... ] }
 // median_us/min_us/max_us are per operation (see the subcommand's definitions); gbps is computed
-// from median_us with 1 GB = 1e9 bytes.
+// from median_us with 1 GB = 1e9 bytes. Subcommands with other figures (coll) write their own
+// row objects through write_json_rows; everything around the rows is the same.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,7 @@ struct RunInfo {
   std::string device;      ///< one line describing rank 0's device
   int ranks = 0;
   std::string command;
+  std::string timing = "eager";                                  ///< "eager" or "graph"
   std::vector<std::pair<std::string, std::string>> settings;     ///< numbers, as text
   std::vector<std::pair<std::string, std::string>> definitions;  ///< what each figure means
 };
@@ -70,6 +72,16 @@ std::string utc_timestamp();
 /// This machine's host name.
 std::string host_name();
 
+/// `s` as a JSON string literal (quoted and escaped).
+std::string json_quote(const std::string& s);
+/// `v` as a JSON number with enough digits for what the tables show; null for NaN and infinity
+/// (JSON has neither).
+std::string json_number(double v);
+
+/// Writes `info` and `rows` (each one complete JSON object) as JSON to `path`, atomically (a
+/// temporary file renamed into place). Throws std::runtime_error naming the file on failure.
+void write_json_rows(const std::string& path, const RunInfo& info,
+                     const std::vector<std::string>& rows);
 /// Writes `rows` and `info` as JSON to `path` (atomically: a temporary file renamed into place).
 /// Throws std::runtime_error naming the file when it cannot be written.
 void write_json(const std::string& path, const RunInfo& info, const std::vector<Row>& rows);
