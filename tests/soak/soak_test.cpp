@@ -55,8 +55,8 @@ constexpr bool kSanitized = true;
 constexpr bool kSanitized = false;
 #endif
 // CI defaults: a few minutes at most on two slow cores with 4 ranks.
-constexpr unsigned long long kDefaultRmaOps = kSanitized ? 320 : 4000;
-constexpr unsigned long long kDefaultColls = kSanitized ? 30 : 400;
+constexpr unsigned long long kDefaultRmaOps = kSanitized ? 1200 : 4000;
+constexpr unsigned long long kDefaultColls = kSanitized ? 120 : 400;
 
 constexpr int kOpsPerRound = 4;               // per rank
 constexpr std::size_t kMaxBytes = 64u << 10;  // largest RMA transfer
