@@ -52,6 +52,15 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_NODE_ID", ConfigType::String, "",
      "node identity of this rank; ranks with equal ids map each other's memory; empty = host name "
      "+ boot id"},
+    // transports
+    {"GNIO_NET", ConfigType::Enum, "auto",
+     "network transport to ranks on other nodes {auto, tcp, none}: tcp = proxy thread + one TCP "
+     "connection per peer pair (put, put_signal, signal, fence, quiet, team sync); auto = tcp on "
+     "the host backend when the job spans nodes, none on GPUs (not carried there yet); none = "
+     "operations on other nodes fail with Unsupported"},
+    {"GNIO_PROXY_SLOTS", ConfigType::Int, "256",
+     "proxy command ring: descriptors in flight per communicator (a power of two, 2..65536); a "
+     "device thread that finds it full waits for a credit"},
     // symmetric memory
     {"GNIO_HEAP_SIZE", ConfigType::Size, "256M", "symmetric heap mapped at Comm creation, per rank"},
     {"GNIO_HEAP_CHUNK", ConfigType::Size, "256M", "granule by which the symmetric heap grows"},

@@ -15,6 +15,7 @@
 #include "core/comm_impl.hpp"
 #include "gnio/config.hpp"
 #include "gnio/log.hpp"
+#include "transport/proxy/proxy.hpp"
 
 namespace gnio {
 
@@ -144,6 +145,21 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   world = make_team(all);
   node_team = make_team(node_ranks);
 
+  // The network transport (collective: every rank joins the mesh). Host backend only for now: on
+  // GPUs the proxy would need host-pinned rings and staged device memory
+  // (docs/guide/multi-node.md).
+  const std::string net = config_text("GNIO_NET");
+  if (net != "auto" && net != "tcp" && net != "none")
+    fail(ErrorClass::InvalidArgument, "GNIO_NET='%s' is not one of auto, tcp, none", net.c_str());
+  if (nodes > 1 && net == "tcp" && backend_kind != Backend::Host)
+    fail(ErrorClass::Unsupported,
+         "rank %d: GNIO_NET=tcp is not carried on the %s backend yet; use GNIO_NET=none (peers on "
+         "other nodes then fail with Unsupported) or the host backend",
+         rank, to_string(backend_kind));
+  if (nodes > 1 && (net == "tcp" || (net == "auto" && backend_kind == Backend::Host)))
+    proxy = std::make_unique<proxy::Proxy>(*backend, *bootstrap, node_of_rank, heap->local_base(),
+                                           heap->mapped(), control, timeout_s);
+
   // Last, so a failure above leaves no watcher to say goodbye for a rank that never got here.
   const double heartbeat_s = config_seconds("GNIO_HEARTBEAT_INTERVAL");
   if (heartbeat_s > 0 && size > 1) {
@@ -171,6 +187,9 @@ CommImpl::~CommImpl() {
   } catch (const std::exception& e) {
     GNIO_WARN(Init, "teardown: device work ended with an error: %s", e.what());
   }
+  // Operations still in the proxy's hands land before the peers unmap their heaps.
+  if (proxy && !aborted.load() && !proxy->drain())
+    GNIO_WARN(Proxy, "teardown: not every proxy operation was acknowledged by its target");
   if (!aborted.load()) {
     try {
       bootstrap->barrier();
@@ -181,6 +200,7 @@ CommImpl::~CommImpl() {
   // After the barrier every rank is leaving in order: the goodbye keeps the others from taking
   // this rank's exit for a death. Before the heap goes, so no loss is reported into freed state.
   liveness.reset();
+  proxy.reset();
   // CUDA IPC heaps are freed only after every peer closed them: the teardown waits for the
   // others again unless the communicator was aborted.
   if (heap) heap->teardown(!aborted.load());
@@ -197,6 +217,7 @@ StreamRef CommImpl::internal_stream() const {
 
 SymPtr<char> CommImpl::alloc_internal(std::size_t bytes) {
   std::uint64_t off = heap->allocate(bytes, 256);
+  if (proxy) proxy->set_heap_bytes(heap->mapped());
   internal_bytes += bytes;
   backend->fill(heap->local_base() + off, 0, bytes, internal_stream());
   backend->stream_synchronize(internal_stream());
@@ -281,6 +302,7 @@ void CommImpl::check_alive() const {
 void CommImpl::check() const {
   // A lost rank explains whatever the device saw afterwards (a wait on it timing out).
   check_alive();
+  if (proxy) proxy->check();
   const StallRecord& r = control->stall;
   if (dev::atomic_load(const_cast<std::uint32_t*>(&r.state), dev::Order::Acquire) == 2u) {
     static const char* kCmp[] = {"==", "!=", ">", ">=", "<", "<="};
@@ -298,8 +320,12 @@ void CommImpl::check() const {
       case Status::Unsupported:
         fail(ErrorClass::Unsupported,
              "rank %d: %s targeted rank %d, which no transport reaches (it is on another node and "
-             "no network transport is configured)",
-             r.rank, where.c_str(), r.peer);
+             "%s)",
+             r.rank, where.c_str(), r.peer,
+             proxy
+                 ? "the tcp transport does not carry this operation yet: get, get_nbi and atomics "
+                   "reach only this node's ranks"
+                 : "no network transport is configured: GNIO_NET=none, or the cuda backend");
       case Status::InvalidArgument:
         fail(ErrorClass::InvalidArgument,
              "rank %d: %s got a bad argument: peer %d, %s, %llu bytes (heap holds %llu bytes per "
@@ -360,6 +386,7 @@ SymPtr<char> Comm::alloc_bytes(std::size_t bytes, std::size_t align) {
   impl_->check_alive();
   std::lock_guard<std::mutex> lock(impl_->mutex);
   std::uint64_t off = impl_->heap->allocate(bytes, align);
+  if (impl_->proxy) impl_->proxy->set_heap_bytes(impl_->heap->mapped());
   return SymPtr<char>{impl_->heap_id, 0, off};
 }
 
@@ -533,6 +560,7 @@ DeviceComm Comm::device_comm() const {
   d.control_ = c.control;
   d.stall_claim_ = reinterpret_cast<std::uint32_t*>(c.heap->local_base() + c.stall_claim.offset);
   d.timeout_ns_ = static_cast<std::uint64_t>(c.timeout_s * 1e9);
+  d.proxy_ = c.proxy ? c.proxy->ring() : nullptr;
   d.world_ = c.world;
   d.node_ = c.node_team;
   return d;

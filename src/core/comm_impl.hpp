@@ -14,6 +14,10 @@
 #include "memory/window.hpp"
 #include "platform/backend.hpp"
 
+namespace gnio::proxy {
+class Proxy;
+}
+
 namespace gnio::detail {
 
 class CommImpl {
@@ -61,6 +65,9 @@ class CommImpl {
   WindowStats window_stats;
   double timeout_s = 0;
   std::atomic<bool> aborted{false};
+  // The proxy transport to ranks on other nodes (null: one node, or GNIO_NET=none). Destroyed in
+  // ~CommImpl after the final barrier and before the heap it writes into.
+  std::unique_ptr<proxy::Proxy> proxy;
   // Peer-failure detection (null when GNIO_HEARTBEAT_INTERVAL=0 or a single rank). Declared
   // after what on_peer_lost touches; destroyed explicitly in ~CommImpl, before the heap.
   std::unique_ptr<bootstrap::LivenessWatcher> liveness;

@@ -16,6 +16,7 @@
 #include "gnio/device/atomic.hpp"
 #include "gnio/device/coop.hpp"
 #include "gnio/device/macros.hpp"
+#include "gnio/device/proxy_ring.hpp"
 #include "gnio/device/status.hpp"
 #include "gnio/device/sym_ptr.hpp"
 #include "gnio/device/team.hpp"
@@ -40,9 +41,9 @@ struct CallSite {
 
 /// How a peer is reached.
 enum class Route : std::uint8_t {
-  None = 0,  ///< no transport reaches it: operations fail with Status::Unsupported
-  P2P = 1,   ///< its heap is mapped into this rank's address space (same node)
-  Proxy = 2, ///< through the proxy transport (reserved for the networking layer)
+  None = 0,   ///< no transport reaches it: operations fail with Status::Unsupported
+  P2P = 1,    ///< its heap is mapped into this rank's address space (same node)
+  Proxy = 2,  ///< through the proxy transport (another node, GNIO_NET=tcp)
 };
 
 /// The device-side communicator handle. Fields are filled by Comm::device(); treat them as
@@ -71,6 +72,9 @@ struct DeviceComm {
   /// supported over every PCIe link, so the record itself is written with plain stores).
   std::uint32_t* stall_claim_ = nullptr;
   std::uint64_t timeout_ns_ = 0;      ///< 0 = no deadline
+  // ---- proxy transport ---------------------------------------------------------------------
+  /// Command ring of the proxy thread that reaches peers on other nodes; nullptr = none.
+  ProxyRing* proxy_ = nullptr;
   // ---- teams -------------------------------------------------------------------------------
   Team world_{};
   Team node_{};
@@ -97,7 +101,9 @@ struct DeviceComm {
     return local_index_[peer];
   }
   /// How `peer` is reached.
-  GNIO_HD_INLINE Route route(int peer) const { return local_index(peer) >= 0 ? Route::P2P : Route::None; }
+  GNIO_HD_INLINE Route route(int peer) const {
+    return local_index(peer) >= 0 ? Route::P2P : proxy_ ? Route::Proxy : Route::None;
+  }
   /// True when `peer`'s memory can be loaded and stored directly (same node).
   GNIO_HD_INLINE bool is_p2p(int peer) const { return local_index(peer) >= 0; }
   /// This rank's address of a symmetric object. (Both layouts: with the table layout the stride
@@ -121,7 +127,9 @@ struct DeviceComm {
   // ======== one-sided data movement ========
   /// Copies `count` elements from `src` (any memory this rank can read) to `dst` on `peer`.
   /// Returns when `src` may be reused; the data is visible at the peer after quiet(), fence()
-  /// followed by a signal, or a barrier.
+  /// followed by a signal, or a barrier. A peer on another node is reached through the proxy
+  /// (GNIO_NET), which reads `src` itself: on GPUs it must be symmetric-heap or host-pinned
+  /// memory (docs/guide/multi-node.md).
   template <class Coop = Thread, class T>
   GNIO_HD void put(SymPtr<T> dst, const T* src, std::size_t count, int peer, CallSite site = {}) const;
   /// put() that may return before `src` can be reused; complete with quiet().
@@ -207,6 +215,26 @@ struct DeviceComm {
   /// InvalidArgument/Unsupported and returns false when the operation must not proceed.
   GNIO_HD bool check_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
                             CallSite site) const;
+  /// The hot half of check_target: true when `peer` is a valid node peer (p2p-mapped) and the
+  /// byte range lies inside the heap. Records nothing.
+  GNIO_HD bool p2p_target(int peer, std::uint64_t offset, std::uint64_t bytes) const;
+  /// The cold path of operations the proxy carries: true when `peer` is valid, on another node,
+  /// the proxy is enabled and the range lies inside the heap; otherwise records why the target
+  /// was refused (as check_target does) and returns false.
+  GNIO_HD bool proxy_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
+                            CallSite site) const;
+  /// Posts `desc` (every field but seq) to the proxy ring: waits for a credit (bounded), fills
+  /// the slot and publishes it; with `wait_consumed` also waits until the proxy has read the
+  /// source. False when a wait failed (recorded).
+  GNIO_HD bool proxy_post(const ProxyDesc& desc, bool wait_consumed, const char* op,
+                          CallSite site) const;
+  /// put/put_nbi/put_signal to a peer that is not p2p-mapped: the group's leader posts one
+  /// descriptor (after the whole group reached the call, so the source is complete).
+  template <class Coop>
+  GNIO_HD void proxy_put(const ProxyDesc& desc, bool wait_consumed, const char* op,
+                         CallSite site) const;
+  /// quiet()'s wait for every operation posted to the proxy so far to be applied remotely.
+  GNIO_HD void proxy_quiet() const;
   /// The cold half of check_target: classifies and records why the target was refused.
   GNIO_HD void reject_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
                              CallSite site) const;

@@ -22,6 +22,21 @@ inline constexpr std::uint32_t kWaitCheckMask = 1023;  // read the timer/abort w
 #else
 inline constexpr std::uint32_t kWaitCheckMask = 15;
 #endif
+/// A proxy descriptor with every field but the sequence word.
+GNIO_HD_INLINE ProxyDesc proxy_desc(ProxyOp op, int peer, const void* src, std::uint64_t dst_offset,
+                                    std::uint64_t bytes, std::uint64_t sig_offset,
+                                    std::uint64_t value, SignalOp sig_op) {
+  ProxyDesc d{};
+  d.op = static_cast<std::uint32_t>(op);
+  d.peer = peer;
+  d.src = reinterpret_cast<std::uint64_t>(src);
+  d.dst_offset = dst_offset;
+  d.bytes = bytes;
+  d.sig_offset = sig_offset;
+  d.value = value;
+  d.sig_op = static_cast<std::uint32_t>(sig_op);
+  return d;
+}
 }  // namespace detail
 
 GNIO_NOINLINE GNIO_HD inline void DeviceComm::report(Status status, const char* op, int peer,
@@ -75,11 +90,86 @@ GNIO_HD inline Status DeviceComm::wait_until(Ready ready, const char* op, int pe
 GNIO_HD_INLINE bool DeviceComm::check_target(const char* op, int peer, std::uint64_t offset,
                                              std::uint64_t bytes, CallSite site) const {
   // The common case is a handful of compares; everything else is out of line.
-  if (static_cast<unsigned>(peer) < static_cast<unsigned>(size_) && offset <= heap_bytes_ &&
-      bytes <= heap_bytes_ - offset && local_index(peer) >= 0) [[likely]]
+  if (p2p_target(peer, offset, bytes)) [[likely]]
     return true;
   reject_target(op, peer, offset, bytes, site);
   return false;
+}
+
+GNIO_HD_INLINE bool DeviceComm::p2p_target(int peer, std::uint64_t offset,
+                                           std::uint64_t bytes) const {
+  return static_cast<unsigned>(peer) < static_cast<unsigned>(size_) && offset <= heap_bytes_ &&
+         bytes <= heap_bytes_ - offset && local_index(peer) >= 0;
+}
+
+GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_target(const char* op, int peer,
+                                                           std::uint64_t offset,
+                                                           std::uint64_t bytes,
+                                                           CallSite site) const {
+  if (proxy_ && static_cast<unsigned>(peer) < static_cast<unsigned>(size_) &&
+      offset <= heap_bytes_ && bytes <= heap_bytes_ - offset && local_index(peer) < 0)
+    return true;
+  reject_target(op, peer, offset, bytes, site);
+  return false;
+}
+
+GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, bool wait_consumed,
+                                                         const char* op, CallSite site) const {
+  ProxyRing* ring = proxy_;
+  // Relaxed: the ticket only names a slot; the slot itself is published with a release below.
+  const std::uint64_t ticket =
+      dev::atomic_fetch_add(&ring->tail, std::uint64_t{1}, dev::Order::Relaxed);
+  const std::uint64_t capacity = ring->capacity;  // fixed before any kernel runs
+  // A credit: the slot's previous occupant (ticket - capacity) must have been consumed.
+  Status st = wait_until(
+      [&](std::uint64_t& seen) {
+        seen = dev::atomic_load(&ring->head, dev::Order::Acquire);
+        return ticket - seen < capacity;
+      },
+      op, desc.peer, desc.dst_offset, Cmp::Gt, ticket - capacity, site);
+  if (st != Status::Ok) return false;
+  ProxyDesc* slot = ring->slots + (ticket & (capacity - 1));
+  slot->op = desc.op;
+  slot->peer = desc.peer;
+  slot->src = desc.src;
+  slot->dst_offset = desc.dst_offset;
+  slot->bytes = desc.bytes;
+  slot->sig_offset = desc.sig_offset;
+  slot->value = desc.value;
+  slot->sig_op = desc.sig_op;
+  dev::atomic_store(&slot->seq, ticket + 1, dev::Order::Release);
+  if (!wait_consumed) return true;
+  return wait_until(
+             [&](std::uint64_t& seen) {
+               seen = dev::atomic_load(&ring->head, dev::Order::Acquire);
+               return seen > ticket;
+             },
+             op, desc.peer, desc.dst_offset, Cmp::Gt, ticket, site) == Status::Ok;
+}
+
+template <class Coop>
+GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_put(const ProxyDesc& desc, bool wait_consumed,
+                                                        const char* op, CallSite site) const {
+  const Coop g{};
+  // Every member's part of the source is written before the leader hands it to the proxy.
+  g.sync();
+  if (g.leader() && proxy_target(op, desc.peer, desc.dst_offset, desc.bytes, site) &&
+      (desc.op != static_cast<std::uint32_t>(ProxyOp::PutSignal) ||
+       proxy_target(op, desc.peer, desc.sig_offset, sizeof(std::uint64_t), site)))
+    (void)proxy_post(desc, wait_consumed, op, site);
+  // A blocking put returns to every member only once the source may be reused.
+  g.sync();
+}
+
+GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_quiet() const {
+  ProxyRing* ring = proxy_;
+  const std::uint64_t issued = dev::atomic_load(&ring->tail, dev::Order::Acquire);
+  (void)wait_until(
+      [&](std::uint64_t& seen) {
+        seen = dev::atomic_load(&ring->done, dev::Order::Acquire);
+        return seen >= issued;
+      },
+      "quiet (proxy)", -1, ~0ull, Cmp::Ge, issued, CallSite{});
 }
 
 GNIO_NOINLINE GNIO_HD inline void DeviceComm::reject_target(const char* op, int peer,
@@ -101,14 +191,26 @@ template <class Coop, class T>
 GNIO_HD inline void DeviceComm::put(SymPtr<T> dst, const T* src, std::size_t count, int peer,
                                     CallSite site) const {
   const std::size_t bytes = count * sizeof(T);
-  if (!check_target("put", peer, dst.offset, bytes, site)) return;
+  if (!p2p_target(peer, dst.offset, bytes)) [[unlikely]] {
+    proxy_put<Coop>(
+        detail::proxy_desc(ProxyOp::Put, peer, src, dst.offset, bytes, 0, 0, SignalOp::Set), true,
+        "put", site);
+    return;
+  }
   detail::group_copy(peer_ptr(dst, peer), src, bytes, Coop{});
 }
 
 template <class Coop, class T>
 GNIO_HD inline void DeviceComm::put_nbi(SymPtr<T> dst, const T* src, std::size_t count, int peer,
                                         CallSite site) const {
-  put<Coop>(dst, src, count, peer, site);
+  const std::size_t bytes = count * sizeof(T);
+  if (!p2p_target(peer, dst.offset, bytes)) [[unlikely]] {
+    proxy_put<Coop>(
+        detail::proxy_desc(ProxyOp::Put, peer, src, dst.offset, bytes, 0, 0, SignalOp::Set), false,
+        "put_nbi", site);
+    return;
+  }
+  detail::group_copy(peer_ptr(dst, peer), src, bytes, Coop{});
 }
 
 template <class Coop, class T>
@@ -134,9 +236,14 @@ GNIO_HD inline void DeviceComm::put_signal(SymPtr<T> dst, const T* src, std::siz
                                            SignalOp op, int peer, CallSite site) const {
   const std::size_t bytes = count * sizeof(T);
   const Coop g{};
-  if (!check_target("put_signal", peer, dst.offset, bytes, site) ||
-      !check_target("put_signal", peer, sig.offset, sizeof(std::uint64_t), site))
+  if (!p2p_target(peer, dst.offset, bytes) || !p2p_target(peer, sig.offset, sizeof(std::uint64_t)))
+      [[unlikely]] {
+    // One descriptor: the target applies the data, then the signal, in that order.
+    proxy_put<Coop>(
+        detail::proxy_desc(ProxyOp::PutSignal, peer, src, dst.offset, bytes, sig.offset, value, op),
+        true, "put_signal", site);
     return;
+  }
   detail::group_copy(peer_ptr(dst, peer), src, bytes, g);
   // Every member's stores happen before the leader's release (the group barrier orders them),
   // and a system-scope release is cumulative: a peer that acquires the signal sees all data.
@@ -155,7 +262,13 @@ GNIO_HD inline void DeviceComm::put_signal(SymPtr<T> dst, const T* src, std::siz
 
 GNIO_HD inline void DeviceComm::signal(SymPtr<std::uint64_t> sig, std::uint64_t value, SignalOp op,
                                        int peer, CallSite site) const {
-  if (!check_target("signal", peer, sig.offset, sizeof(std::uint64_t), site)) return;
+  if (!p2p_target(peer, sig.offset, sizeof(std::uint64_t))) [[unlikely]] {
+    if (proxy_target("signal", peer, sig.offset, sizeof(std::uint64_t), site))
+      (void)proxy_post(
+          detail::proxy_desc(ProxyOp::Signal, peer, nullptr, 0, 0, sig.offset, value, op), false,
+          "signal", site);
+    return;
+  }
   std::uint64_t* s = peer_ptr(sig, peer);
   if (op == SignalOp::Set)
     dev::atomic_store(s, value, dev::Order::Release);
@@ -185,9 +298,15 @@ GNIO_HD inline bool DeviceComm::test(SymPtr<std::uint64_t> sig, Cmp cmp, std::ui
   return compare(dev::atomic_load(local(sig), dev::Order::Acquire), cmp, value);
 }
 
+// Proxy peers need nothing more for fence(): one ring drained in order and one connection per
+// peer pair keep a thread's operations to a peer in issue order.
 GNIO_HD inline void DeviceComm::fence(int) const { dev::fence_system(); }
 
-GNIO_HD inline void DeviceComm::quiet() const { dev::fence_system(); }
+GNIO_HD inline void DeviceComm::quiet() const {
+  dev::fence_system();
+  if (proxy_) [[unlikely]]
+    proxy_quiet();
+}
 
 // ---------------------------------------------------------------------------------------------
 // atomics: relaxed, as in OpenSHMEM — atomic on the word, no ordering of other accesses (use
@@ -249,11 +368,17 @@ GNIO_HD inline Status DeviceComm::sync(const Team& team, CallSite site) const {
   Status st = Status::Ok;
   for (int i = static_cast<int>(g.rank()); i < team.size; i += static_cast<int>(g.size())) {
     const int peer = team.world_rank(i);
-    if (!check_target("sync", peer, team.sync_flags.offset, sizeof(std::uint64_t) * team.size, site)) {
-      st = Status::Unsupported;
+    const std::uint64_t flag_bytes = sizeof(std::uint64_t) * team.size;
+    if (p2p_target(peer, team.sync_flags.offset, flag_bytes)) [[likely]] {
+      dev::atomic_store(peer_ptr(team.sync_flags + team.index, peer), epoch, dev::Order::Release);
+    } else if (!proxy_target("sync", peer, team.sync_flags.offset, flag_bytes, site) ||
+               !proxy_post(
+                   detail::proxy_desc(ProxyOp::Signal, peer, nullptr, 0, 0,
+                                      (team.sync_flags + team.index).offset, epoch, SignalOp::Set),
+                   false, "sync", site)) {
+      st = aborted() ? abort_status() : Status::Unsupported;
       continue;
     }
-    dev::atomic_store(peer_ptr(team.sync_flags + team.index, peer), epoch, dev::Order::Release);
   }
   for (int i = static_cast<int>(g.rank()); i < team.size && st == Status::Ok; i += static_cast<int>(g.size())) {
     std::uint64_t* flag = local(team.sync_flags + i);

@@ -1,0 +1,300 @@
+#include "transport/proxy/proxy.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+
+#include "base/deadline.hpp"
+#include "base/fail.hpp"
+#include "gnio/config.hpp"
+#include "gnio/device/atomic.hpp"
+#include "gnio/device/device_comm.hpp"
+#include "gnio/log.hpp"
+
+namespace gnio::proxy {
+namespace {
+
+constexpr std::uint32_t kFrameMagic = 0x474e5046;  // "GNPF"
+constexpr std::uint32_t kFrameAck = 16;  ///< count = operations of the receiver applied so far
+constexpr std::uint32_t kFrameBye = 17;  ///< the sender leaves; end of file follows
+
+/// Every message on a proxy connection: 64 bytes, followed by `bytes` of data for Put/PutSignal.
+struct Frame {
+  std::uint32_t magic;
+  std::uint32_t type;  ///< ProxyOp, kFrameAck or kFrameBye
+  std::uint64_t token;
+  std::uint64_t dst_offset;
+  std::uint64_t bytes;
+  std::uint64_t sig_offset;
+  std::uint64_t value;
+  std::uint32_t sig_op;
+  std::uint32_t pad;
+  std::uint64_t count;
+};
+static_assert(sizeof(Frame) == 64);
+
+/// True when [offset, offset + bytes) lies inside a heap of `heap` bytes (no overflow).
+bool inside(std::uint64_t offset, std::uint64_t bytes, std::uint64_t heap) {
+  return offset <= heap && bytes <= heap - offset;
+}
+
+}  // namespace
+
+Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
+             char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, double timeout_s)
+    : backend_(backend),
+      mesh_(bs, node_of_rank, timeout_s),
+      rank_(bs.rank()),
+      size_(bs.size()),
+      token_(bs.token()),
+      heap_base_(heap_base),
+      heap_bytes_(heap_bytes),
+      control_(control),
+      timeout_s_(timeout_s) {
+  const long long slots = config_int("GNIO_PROXY_SLOTS");
+  GNIO_REQUIRE(slots >= 2 && slots <= 65536 && (slots & (slots - 1)) == 0,
+               "GNIO_PROXY_SLOTS=%lld is not a power of two in [2, 65536]", slots);
+  // Host-mapped memory: on GPUs the device writes descriptors the proxy thread reads.
+  const std::size_t bytes =
+      64 + sizeof(ProxyRing) + sizeof(ProxyDesc) * static_cast<std::size_t>(slots);
+  ring_memory_ = backend_.alloc_host_mapped(bytes);
+  std::memset(ring_memory_, 0, bytes);
+  const auto aligned = (reinterpret_cast<std::uintptr_t>(ring_memory_) + 63) & ~std::uintptr_t{63};
+  ring_ = reinterpret_cast<ProxyRing*>(aligned);
+  ring_->capacity = static_cast<std::uint64_t>(slots);
+  ring_->slots = reinterpret_cast<ProxyDesc*>(aligned + sizeof(ProxyRing));
+  const int size = bs.size();
+  applied_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
+  peer_acked_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
+  said_bye_ = std::make_unique<std::atomic<bool>[]>(size);
+  for (int r = 0; r < size; ++r) {
+    applied_[r] = 0;
+    peer_acked_[r] = 0;
+    said_bye_[r] = false;
+  }
+  sender_ = std::thread([this] { send_loop(); });
+  receiver_ = std::thread([this] { receive_loop(); });
+}
+
+Proxy::~Proxy() {
+  stop_.store(true, std::memory_order_release);
+  if (sender_.joinable()) sender_.join();
+  if (receiver_.joinable()) receiver_.join();
+  backend_.free_host_mapped(ring_memory_);
+}
+
+bool Proxy::drain() {
+  const Deadline deadline = Deadline::after(timeout_s_);
+  for (;;) {
+    if (failed() || dev::atomic_load(&control_->abort, dev::Order::Acquire) != 0) return true;
+    if (dev::atomic_load(&ring_->done, dev::Order::Acquire) >=
+        dev::atomic_load(&ring_->tail, dev::Order::Acquire))
+      return true;
+    if (deadline.expired()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+void Proxy::check() const {
+  if (!failed()) return;
+  std::string what;
+  {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    what = error_;
+  }
+  fail(ErrorClass::RemoteError, "%s. The communicator is aborted: destroy it", what.c_str());
+}
+
+void Proxy::fail_transport(const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (failed_.load(std::memory_order_relaxed)) {
+      GNIO_INFO(Proxy, "rank %d: also: %s", rank_, what.c_str());
+      return;
+    }
+    error_ = what;
+    failed_.store(true, std::memory_order_release);
+  }
+  GNIO_WARN(Proxy, "%s", what.c_str());
+  // Device waits (credits, quiet, signals that will never come) end now. A lost-rank abort that
+  // came first keeps its code and rank.
+  dev::atomic_compare_swap(&control_->abort, 0u, kAbortDeviceError, dev::Order::AcqRel);
+}
+
+void Proxy::send_loop() {
+  const std::uint64_t mask = ring_->capacity - 1;
+  const std::vector<int>& peers = mesh_.peers();
+  const int size = size_;
+  std::vector<std::uint64_t> acks_sent(size, 0), acks_seen(size, 0);
+  std::vector<std::deque<std::uint64_t>> in_flight(size);  // tickets per peer awaiting its ack
+  std::deque<bool> finished;                               // tickets done_base.. in order
+  std::uint64_t next = 0, done_base = 0;
+  unsigned idle = 0;
+  auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes) {
+    int err = 0;
+    const int fd = mesh_.fd(peer);
+    if (bootstrap::send_all(fd, &f, sizeof(f), data, bytes, Deadline::after(timeout_s_), &err) !=
+        bootstrap::IoStatus::Ok) {
+      if (!stop_.load(std::memory_order_acquire))
+        fail_transport(
+            format("rank %d: tcp transport: sending to rank %d failed (%s); that rank "
+                   "failed or rejected an operation (see its log)",
+                   rank_, peer, err ? std::strerror(err) : "timeout"));
+      return false;
+    }
+    return true;
+  };
+  while (!stop_.load(std::memory_order_acquire)) {
+    bool busy = false;
+    if (!failed()) {
+      ProxyDesc* slot = ring_->slots + (next & mask);
+      if (dev::atomic_load(&slot->seq, dev::Order::Acquire) == next + 1) {
+        const int peer = slot->peer;
+        Frame f{kFrameMagic, slot->op,
+                token_,      slot->dst_offset,
+                slot->bytes, slot->sig_offset,
+                slot->value, slot->sig_op,
+                0,           0};
+        const bool data = slot->op == static_cast<std::uint32_t>(ProxyOp::Put) ||
+                          slot->op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
+        if (peer < 0 || peer >= size || mesh_.fd(peer) < 0) {
+          fail_transport(
+              format("rank %d: proxy descriptor %llu names rank %d, which is not a "
+                     "remote peer (internal error)",
+                     rank_, static_cast<unsigned long long>(next), peer));
+        } else if (send_frame(peer, f, data ? reinterpret_cast<const void*>(slot->src) : nullptr,
+                              data ? slot->bytes : 0)) {
+          in_flight[peer].push_back(next);
+          finished.push_back(false);
+        }
+        // Consumed either way: the source was read (or never will be), the slot is free.
+        ++next;
+        dev::atomic_store(&ring_->head, next, dev::Order::Release);
+        busy = true;
+      }
+      for (int p : peers) {
+        const std::uint64_t applied = applied_[p].load(std::memory_order_acquire);
+        if (applied != acks_sent[p]) {
+          Frame ack{kFrameMagic, kFrameAck, token_, 0, 0, 0, 0, 0, 0, applied};
+          if (send_frame(p, ack, nullptr, 0)) acks_sent[p] = applied;
+          busy = true;
+        }
+        const std::uint64_t acked = peer_acked_[p].load(std::memory_order_acquire);
+        while (acks_seen[p] < acked && !in_flight[p].empty()) {
+          finished[in_flight[p].front() - done_base] = true;
+          in_flight[p].pop_front();
+          ++acks_seen[p];
+          busy = true;
+        }
+      }
+      const std::uint64_t before = done_base;
+      while (!finished.empty() && finished.front()) {
+        finished.pop_front();
+        ++done_base;
+      }
+      // Tickets whose frame could not be sent are never finished: quiet() then ends on the abort.
+      if (done_base != before) dev::atomic_store(&ring_->done, done_base, dev::Order::Release);
+    }
+    if (busy) {
+      idle = 0;
+    } else if (++idle < 64) {
+      std::this_thread::yield();
+    } else {
+      // Idle: sleep briefly (2-core CI machines run many ranks); a new descriptor waits at most
+      // this long.
+      std::this_thread::sleep_for(std::chrono::microseconds(idle < 1024 ? 20 : 200));
+    }
+  }
+  if (!failed()) {
+    for (int p : peers) {
+      Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
+      send_frame(p, bye, nullptr, 0);
+    }
+  }
+}
+
+void Proxy::receive_loop() {
+  std::vector<int> open = mesh_.peers();
+  std::vector<pollfd> pfds;
+  while (!stop_.load(std::memory_order_acquire) && !open.empty()) {
+    pfds.clear();
+    for (int p : open) pfds.push_back(pollfd{mesh_.fd(p), POLLIN, 0});
+    const int n = ::poll(pfds.data(), pfds.size(), 50);
+    if (n <= 0) continue;  // timeout or EINTR: look at stop_ again
+    std::vector<int> still_open;
+    for (std::size_t i = 0; i < pfds.size(); ++i) {
+      if (pfds[i].revents == 0 || receive_frame(open[i])) still_open.push_back(open[i]);
+    }
+    open.swap(still_open);
+  }
+}
+
+bool Proxy::receive_frame(int peer) {
+  const int fd = mesh_.fd(peer);
+  const Deadline deadline = Deadline::after(timeout_s_);
+  Frame f{};
+  int err = 0;
+  const bootstrap::IoStatus st = bootstrap::recv_all(fd, &f, sizeof(f), deadline, &err);
+  if (st != bootstrap::IoStatus::Ok) {
+    if (!said_bye_[peer].load() && !stop_.load(std::memory_order_acquire))
+      fail_transport(
+          format("rank %d: tcp transport: the connection from rank %d ended (%s); that "
+                 "rank failed or rejected an operation (see its log)",
+                 rank_, peer, st == bootstrap::IoStatus::Closed ? "closed" : std::strerror(err)));
+    return false;
+  }
+  // Nothing of a frame that fails a check is written; the connection is closed so the sender
+  // learns of it, and the communicator aborts.
+  auto reject = [&](const char* why) {
+    fail_transport(format(
+        "rank %d: tcp transport rejected a frame from rank %d: %s (type %u, "
+        "offset 0x%llx, %llu bytes, signal offset 0x%llx; heap holds %llu "
+        "bytes); nothing was written and the connection is closed",
+        rank_, peer, why, f.type, static_cast<unsigned long long>(f.dst_offset),
+        static_cast<unsigned long long>(f.bytes), static_cast<unsigned long long>(f.sig_offset),
+        static_cast<unsigned long long>(heap_bytes_.load())));
+    ::shutdown(fd, SHUT_RDWR);
+    return false;
+  };
+  if (f.magic != kFrameMagic || f.token != token_) return reject("wrong magic or job token");
+  const std::uint64_t heap = heap_bytes_.load(std::memory_order_acquire);
+  switch (f.type) {
+    case kFrameBye: said_bye_[peer].store(true); return false;
+    case kFrameAck: peer_acked_[peer].store(f.count, std::memory_order_release); return true;
+    case static_cast<std::uint32_t>(ProxyOp::Put):
+    case static_cast<std::uint32_t>(ProxyOp::PutSignal):
+    case static_cast<std::uint32_t>(ProxyOp::Signal): break;
+    default: return reject("unknown frame type");
+  }
+  const bool data = f.type != static_cast<std::uint32_t>(ProxyOp::Signal);
+  const bool sig = f.type != static_cast<std::uint32_t>(ProxyOp::Put);
+  if (data && !inside(f.dst_offset, f.bytes, heap)) return reject("data range outside the heap");
+  if (sig && (!inside(f.sig_offset, sizeof(std::uint64_t), heap) || f.sig_offset % 8 != 0))
+    return reject("signal word outside the heap or not 8-byte aligned");
+  if (sig && f.sig_op > static_cast<std::uint32_t>(SignalOp::Add))
+    return reject("unknown signal op");
+  if (data && f.bytes > 0 &&
+      bootstrap::recv_all(fd, heap_base_ + f.dst_offset, f.bytes, deadline, &err) !=
+          bootstrap::IoStatus::Ok) {
+    fail_transport(
+        format("rank %d: tcp transport: the data of a put from rank %d did not arrive "
+               "(%s)",
+               rank_, peer, err ? std::strerror(err) : "timeout or closed"));
+    return false;
+  }
+  if (sig) {
+    // Release: a rank that sees the new signal value also sees the data written above.
+    auto* word = reinterpret_cast<std::uint64_t*>(heap_base_ + f.sig_offset);
+    if (f.sig_op == static_cast<std::uint32_t>(SignalOp::Set))
+      dev::atomic_store(word, f.value, dev::Order::Release);
+    else
+      dev::atomic_fetch_add(word, f.value, dev::Order::Release);
+  }
+  applied_[peer].fetch_add(1, std::memory_order_release);
+  return true;
+}
+
+}  // namespace gnio::proxy

@@ -1,0 +1,89 @@
+// The proxy transport's host side: the command ring device code posts to (gnio/device/
+// proxy_ring.hpp) and the progress threads that carry its operations to ranks on other nodes
+// over the tcp backend (transport/net/tcp/) and apply what those ranks send here.
+//
+// Two threads per communicator, so that neither can block the other: the sender drains the ring
+// in ticket order, writes each operation as one frame (header + payload read straight from the
+// source) to the target's connection, and writes the acknowledgements the receiver owes; the
+// receiver only reads: it validates every frame (magic, job token, byte range inside this rank's
+// symmetric heap, aligned signal word) before writing a byte, applies data then signal, and
+// counts what it applied. A frame that fails validation is an error: nothing of it is written,
+// the connection is closed and the communicator aborts (as does the sender's side once it sees
+// the connection end).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gnio/bootstrap.hpp"
+#include "gnio/device/proxy_ring.hpp"
+#include "gnio/device/status.hpp"
+#include "platform/backend.hpp"
+#include "transport/net/tcp/tcp_mesh.hpp"
+
+namespace gnio::proxy {
+
+/// The proxy of one communicator.
+class Proxy {
+ public:
+  /// Collective over every rank (connects the mesh). `heap_base` is this rank's symmetric heap;
+  /// `control` receives the abort word when the transport fails.
+  Proxy(platform::Backend& backend, Bootstrap& bootstrap, const std::vector<int>& node_of_rank,
+        char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, double timeout_s);
+  /// Says goodbye to every peer, stops the threads and frees the ring. Call after the final
+  /// barrier (every rank drained), so no peer takes the closed connections for a failure.
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  /// The ring device code posts to (DeviceComm::proxy_).
+  ProxyRing* ring() const { return ring_; }
+  /// Tells the receiver how many heap bytes are mapped now (after the heap grew).
+  void set_heap_bytes(std::uint64_t bytes) { heap_bytes_.store(bytes, std::memory_order_release); }
+  /// Waits (up to the timeout) until every posted operation was applied at its target. False
+  /// only on timeout: once the communicator aborted or the transport failed nothing more will
+  /// complete, and it returns true at once.
+  bool drain();
+  /// Throws Error(RemoteError) describing the transport failure, if one happened.
+  void check() const;
+  /// True once the transport failed.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+
+ private:
+  void send_loop();
+  void receive_loop();
+  /// Reads and applies one frame from `peer`; false when the connection ended or was rejected.
+  bool receive_frame(int peer);
+  /// Records the first failure, aborts device waits; later ones are only logged.
+  void fail_transport(const std::string& what);
+
+  platform::Backend& backend_;
+  net::TcpMesh mesh_;
+  int rank_;
+  int size_;
+  std::uint64_t token_;
+  char* heap_base_;
+  std::atomic<std::uint64_t> heap_bytes_;
+  DeviceControl* control_;
+  double timeout_s_;
+  void* ring_memory_ = nullptr;
+  ProxyRing* ring_ = nullptr;
+  // Per peer (indexed by world rank): operations the receiver applied from it (the sender turns
+  // them into acks), acks sent back, and the peer's acks of our operations.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> peer_acked_;
+  std::unique_ptr<std::atomic<bool>[]> said_bye_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> failed_{false};
+  mutable std::mutex error_mutex_;
+  std::string error_;
+  std::thread sender_;
+  std::thread receiver_;
+};
+
+}  // namespace gnio::proxy
