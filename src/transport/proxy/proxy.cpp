@@ -116,12 +116,13 @@ void Proxy::fail_transport(const std::string& what) {
       return;
     }
     error_ = what;
+    // Device waits (credits, quiet, signals that will never come) end now. A lost-rank abort
+    // that came first keeps its code and rank. Before failed_: whoever sees the failure sees the
+    // communicator aborted.
+    dev::atomic_compare_swap(&control_->abort, 0u, kAbortDeviceError, dev::Order::AcqRel);
     failed_.store(true, std::memory_order_release);
   }
   GNIO_WARN(Proxy, "%s", what.c_str());
-  // Device waits (credits, quiet, signals that will never come) end now. A lost-rank abort that
-  // came first keeps its code and rank.
-  dev::atomic_compare_swap(&control_->abort, 0u, kAbortDeviceError, dev::Order::AcqRel);
 }
 
 void Proxy::send_loop() {
