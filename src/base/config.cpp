@@ -26,7 +26,8 @@ constexpr ConfigVar kVars[] = {
     // platform
     {"GNIO_BACKEND", ConfigType::Enum, "auto",
      "platform backend {auto, cuda, host}; auto takes cuda when a GPU is visible"},
-    {"GNIO_DEVICE", ConfigType::Int, "-1", "GPU ordinal for this rank; -1 = LOCAL_RANK modulo the GPU count"},
+    {"GNIO_DEVICE", ConfigType::Int, "-1",
+     "GPU ordinal for this rank; -1 = LOCAL_RANK modulo the GPU count"},
     // waits
     {"GNIO_TIMEOUT", ConfigType::Seconds, "120",
      "deadline of every device and host wait on a peer; 0 = wait forever (abort still works)"},
@@ -62,7 +63,8 @@ constexpr ConfigVar kVars[] = {
      "proxy command ring: descriptors in flight per communicator (a power of two, 2..65536); a "
      "device thread that finds it full waits for a credit"},
     // symmetric memory
-    {"GNIO_HEAP_SIZE", ConfigType::Size, "256M", "symmetric heap mapped at Comm creation, per rank"},
+    {"GNIO_HEAP_SIZE", ConfigType::Size, "256M",
+     "symmetric heap mapped at Comm creation, per rank"},
     {"GNIO_HEAP_CHUNK", ConfigType::Size, "256M", "granule by which the symmetric heap grows"},
     {"GNIO_HEAP_MAX", ConfigType::Size, "64G",
      "virtual address space reserved per rank for the symmetric heap (costs no memory)"},
@@ -119,11 +121,20 @@ constexpr ConfigVar kVars[] = {
      "before each host collective, compare its arguments (collective, type, operator, count, "
      "root, call number) across ranks through the bootstrap and throw InvalidArgument on every "
      "rank on a mismatch; costs a host round trip per call (debugging)"},
+    {"GNIO_FLIGHT_RECORDER", ConfigType::Int, "1024",
+     "host operations each rank remembers (collectives, alloc/free/register, split, synchronize, "
+     "check, abort) with sequence numbers; the ring is written as JSON to GNIO_FLIGHT_RECORDER_DIR "
+     "on a Timeout or RemoteError from check/synchronize, on abort and on a lost peer (read the "
+     "files with gnio-flight); 0 = off"},
+    {"GNIO_FLIGHT_RECORDER_DIR", ConfigType::String, "/tmp",
+     "directory of the flight-recorder dumps gnio-flight-<comm>-rank<r>.json; empty = the current "
+     "directory"},
 };
 
 bool parse_bool(const std::string& s, bool* out) {
   const char* t = s.c_str();
-  if (!strcasecmp(t, "1") || !strcasecmp(t, "true") || !strcasecmp(t, "yes") || !strcasecmp(t, "on")) {
+  if (!strcasecmp(t, "1") || !strcasecmp(t, "true") || !strcasecmp(t, "yes") ||
+      !strcasecmp(t, "on")) {
     *out = true;
     return true;
   }
@@ -148,7 +159,9 @@ const ConfigVar* find(const char* name) {
 
 }  // namespace
 
-std::span<const ConfigVar> config_vars() noexcept { return kVars; }
+std::span<const ConfigVar> config_vars() noexcept {
+  return kVars;
+}
 
 std::string config_text(const char* name) {
   const ConfigVar* v = find(name);
@@ -158,7 +171,8 @@ std::string config_text(const char* name) {
 }
 
 bool config_is_set(const char* name) {
-  if (!find(name)) fail(ErrorClass::Internal, "configuration variable %s is not in gnio's table", name);
+  if (!find(name))
+    fail(ErrorClass::Internal, "configuration variable %s is not in gnio's table", name);
   return std::getenv(name) != nullptr;
 }
 
@@ -176,19 +190,37 @@ unsigned long long config_size(const char* name) {
   char* end = nullptr;
   errno = 0;
   unsigned long long v = std::strtoull(t.c_str(), &end, 10);
-  if (t.empty() || errno || t[0] == '-') bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
+  if (t.empty() || errno || t[0] == '-')
+    bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
   unsigned shift = 0;
   switch (*end) {
     case '\0': break;
-    case 'k': case 'K': shift = 10; ++end; break;
-    case 'm': case 'M': shift = 20; ++end; break;
-    case 'g': case 'G': shift = 30; ++end; break;
-    case 't': case 'T': shift = 40; ++end; break;
+    case 'k':
+    case 'K':
+      shift = 10;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      ++end;
+      break;
+    case 't':
+    case 'T':
+      shift = 40;
+      ++end;
+      break;
     default: bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
   }
   if ((*end == 'i' || *end == 'I') && shift) ++end;
   if ((*end == 'b' || *end == 'B') && shift) ++end;
-  if (*end || (shift && v > (~0ull >> shift))) bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
+  if (*end || (shift && v > (~0ull >> shift)))
+    bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
   return v << shift;
 }
 
@@ -196,7 +228,8 @@ double config_seconds(const char* name) {
   std::string t = config_text(name);
   char* end = nullptr;
   double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || *end || !std::isfinite(v) || v < 0) bad_value(name, t, "a non-negative number of seconds");
+  if (t.empty() || *end || !std::isfinite(v) || v < 0)
+    bad_value(name, t, "a non-negative number of seconds");
   return v;
 }
 

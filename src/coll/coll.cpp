@@ -695,6 +695,20 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
   const std::size_t es = size_of(r.type);
   const CollArgs full = full_args(comm, r);
   const CollAlgo algo = resolve(st, cc, full);
+  if (impl.flight.enabled()) {
+    FlightEntry e;
+    e.event = FlightEvent::Collective;
+    e.what = to_string(r.kind);
+    e.type = to_string(r.type);
+    e.op = reducing(r.kind) ? to_string(r.op) : nullptr;
+    e.algo = to_string(r.kind == CollKind::AllToAllV ? CollAlgo::Ring : algo);
+    e.count = r.count;
+    e.root = r.kind == CollKind::Broadcast || r.kind == CollKind::Reduce ? r.root : -1;
+    e.stream = host ? reinterpret_cast<std::uintptr_t>(stream.host())
+                    : reinterpret_cast<std::uintptr_t>(stream.cuda());
+    e.channel = static_cast<std::int32_t>(ch.id);
+    impl.record(e);
+  }
 
   CollLaunch l;
   l.cc = cc;

@@ -53,23 +53,46 @@ Backend resolve_backend(const CommOptions& options) {
   Backend b = options.backend;
   if (b == Backend::Auto) {
     std::string env = config_text("GNIO_BACKEND");
-    if (env == "cuda") b = Backend::Cuda;
-    else if (env == "host") b = Backend::Host;
+    if (env == "cuda")
+      b = Backend::Cuda;
+    else if (env == "host")
+      b = Backend::Host;
     else if (env != "auto")
-      fail(ErrorClass::InvalidArgument, "GNIO_BACKEND='%s' is not one of auto, cuda, host", env.c_str());
+      fail(ErrorClass::InvalidArgument, "GNIO_BACKEND='%s' is not one of auto, cuda, host",
+           env.c_str());
   }
   if (b == Backend::Auto) b = platform::cuda_device_count() > 0 ? Backend::Cuda : Backend::Host;
   return b;
 }
 
+/// GNIO_FLIGHT_RECORDER, checked before the ring is allocated.
+std::size_t flight_capacity() {
+  const long long n = config_int("GNIO_FLIGHT_RECORDER");
+  constexpr long long kMax = 1 << 20;
+  GNIO_REQUIRE(n >= 0 && n <= kMax,
+               "GNIO_FLIGHT_RECORDER=%lld: the number of recorded operations must be in [0, %lld] "
+               "(0 = off)",
+               n, kMax);
+  return static_cast<std::size_t>(n);
+}
+
+/// A flight-recorder entry of a collective host operation of `bytes`.
+FlightEntry host_op(FlightEvent event, std::uint64_t bytes = 0) {
+  FlightEntry e;
+  e.event = event;
+  e.count = bytes;
+  return e;
+}
+
 }  // namespace
 
 CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommOptions& options)
-    : info(std::move(launch)), bootstrap(std::move(bs)) {
+    : info(std::move(launch)), bootstrap(std::move(bs)), flight(flight_capacity()) {
   const int rank = bootstrap->rank();
   const int size = bootstrap->size();
   set_log_rank(rank);
   timeout_s = config_seconds("GNIO_TIMEOUT");
+  flight_dir = config_text("GNIO_FLIGHT_RECORDER_DIR");
 
   // Who is on which node, and does everyone agree on the backend?
   backend_kind = resolve_backend(options);
@@ -95,7 +118,8 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   node = node_of_rank[rank];
   for (int r = 0; r < size; ++r)
     if (node_of_rank[r] == node) node_ranks.push_back(r);
-  local_rank = static_cast<int>(std::find(node_ranks.begin(), node_ranks.end(), rank) - node_ranks.begin());
+  local_rank =
+      static_cast<int>(std::find(node_ranks.begin(), node_ranks.end(), rank) - node_ranks.begin());
   for (int r : node_ranks)
     if (cards[r].backend != mine.backend)
       fail(ErrorClass::InvalidArgument,
@@ -107,13 +131,15 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   if (backend_kind == Backend::Cuda) {
     int count = platform::cuda_device_count();
     if (count == 0)
-      fail(ErrorClass::Unsupported,
-           "rank %d: GNIO_BACKEND=cuda but no usable GPU is visible (CUDA_VISIBLE_DEVICES, driver); "
-           "use GNIO_BACKEND=host to run on CPUs",
-           rank);
+      fail(
+          ErrorClass::Unsupported,
+          "rank %d: GNIO_BACKEND=cuda but no usable GPU is visible (CUDA_VISIBLE_DEVICES, driver); "
+          "use GNIO_BACKEND=host to run on CPUs",
+          rank);
     long long dev = options.device >= 0 ? options.device : config_int("GNIO_DEVICE");
     if (dev < 0) dev = (info.local_rank >= 0 ? info.local_rank : local_rank) % count;
-    GNIO_REQUIRE(dev < count, "rank %d: GPU %lld requested (GNIO_DEVICE) but only %d are visible", rank, dev, count);
+    GNIO_REQUIRE(dev < count, "rank %d: GPU %lld requested (GNIO_DEVICE) but only %d are visible",
+                 rank, dev, count);
     backend = platform::make_cuda_backend(static_cast<int>(dev));
   } else {
     backend = platform::make_host_backend();
@@ -124,8 +150,9 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   // The symmetric heap, mapped by every rank of the node.
   // Each communicator gets its own fd-exchange namespace (abstract sockets are named by token), so
   // several communicators of one job can live side by side.
-  fds = std::make_unique<FdExchange>(*bootstrap, node_ranks,
-                                     bootstrap->token() ^ (std::uint64_t{heap_id} * 0x9E3779B97F4A7C15ull));
+  fds = std::make_unique<FdExchange>(
+      *bootstrap, node_ranks,
+      bootstrap->token() ^ (std::uint64_t{heap_id} * 0x9E3779B97F4A7C15ull));
   HeapConfig hc{config_size("GNIO_HEAP_SIZE"), config_size("GNIO_HEAP_CHUNK"),
                 config_size("GNIO_HEAP_MAX"), config_text("GNIO_MEM_MAP")};
   GNIO_REQUIRE(hc.chunk > 0, "GNIO_HEAP_CHUNK must be positive");
@@ -134,7 +161,8 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   // Internal tables: the node-local index of every rank (only read when node ranks are not
   // contiguous), and the world and node teams.
   std::vector<std::int16_t> local_index(size, -1);
-  for (std::size_t i = 0; i < node_ranks.size(); ++i) local_index[node_ranks[i]] = static_cast<std::int16_t>(i);
+  for (std::size_t i = 0; i < node_ranks.size(); ++i)
+    local_index[node_ranks[i]] = static_cast<std::int16_t>(i);
   local_index_table = alloc_internal(sizeof(std::int16_t) * size).cast<std::int16_t>();
   backend->copy(heap->local_base() + local_index_table.offset, local_index.data(),
                 sizeof(std::int16_t) * size, internal_stream());
@@ -174,8 +202,8 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
     liveness = std::make_unique<bootstrap::LivenessWatcher>(
         *bootstrap, lo, [this](int r, const std::string& what) { on_peer_lost(r, what); });
   }
-  GNIO_INFO(Init, "rank %d/%d: node %d/%d (%s), local rank %d/%zu, backend %s, %s", rank, size, node,
-            nodes, node_id.c_str(), local_rank, node_ranks.size(), to_string(backend_kind),
+  GNIO_INFO(Init, "rank %d/%d: node %d/%d (%s), local rank %d/%zu, backend %s, %s", rank, size,
+            node, nodes, node_id.c_str(), local_rank, node_ranks.size(), to_string(backend_kind),
             backend->describe().c_str());
 }
 
@@ -194,7 +222,8 @@ CommImpl::~CommImpl() {
     try {
       bootstrap->barrier();
     } catch (const std::exception& e) {
-      GNIO_WARN(Init, "teardown: not every rank reached the final barrier (%s); unmapping anyway", e.what());
+      GNIO_WARN(Init, "teardown: not every rank reached the final barrier (%s); unmapping anyway",
+                e.what());
     }
   }
   // After the barrier every rank is leaving in order: the goodbye keeps the others from taking
@@ -235,7 +264,8 @@ Team CommImpl::make_team(const std::vector<int>& members) {
     strided = members[i] - members[i - 1] == members[1] - members[0];
   // Every rank allocates (the heap is collective) even when it is not a member.
   const int max_size = t.size;
-  t.sync_flags = alloc_internal(sizeof(std::uint64_t) * std::max(max_size, 1)).cast<std::uint64_t>();
+  t.sync_flags =
+      alloc_internal(sizeof(std::uint64_t) * std::max(max_size, 1)).cast<std::uint64_t>();
   t.sync_epoch = alloc_internal(sizeof(std::uint64_t)).cast<std::uint64_t>();
   if (strided) {
     t.start = members.empty() ? 0 : members[0];
@@ -274,6 +304,8 @@ void CommImpl::on_peer_lost(int rank, const std::string& what) noexcept {
   // Device waits read failed_rank only after they see kAbortPeerLost (acquire).
   dev::atomic_store(&control->failed_rank, static_cast<std::uint32_t>(rank), dev::Order::Relaxed);
   dev::atomic_store(&control->abort, kAbortPeerLost, dev::Order::Release);
+  // After the abort word: writing the file must not delay stopping the device waits.
+  dump_flight(FlightDump::PeerLost, what);
   // Bootstrap calls waiting on the dead rank (or on ranks waiting on it) end now, not at
   // GNIO_BOOTSTRAP_TIMEOUT: every survivor learns of the loss from its own watcher.
   if (auto* tcp = dynamic_cast<bootstrap::TcpBootstrap*>(bootstrap.get())) {
@@ -283,6 +315,29 @@ void CommImpl::on_peer_lost(int rank, const std::string& what) noexcept {
     } catch (...) {
       // Only allocation can throw here; the abort word above already stops the device side.
     }
+  }
+}
+
+void CommImpl::dump_flight(FlightDump reason, const std::string& detail) noexcept {
+  if (!flight.enabled()) return;
+  const unsigned bit = static_cast<unsigned>(reason);
+  if (flight_dumped.fetch_or(bit) & bit) return;
+  static const char* const kReasons[] = {"timeout", "remote-error", "abort", "peer-lost"};
+  const char* name = kReasons[bit == 1 ? 0 : bit == 2 ? 1 : bit == 4 ? 2 : 3];
+  const int rank = bootstrap->rank();
+  try {
+    const std::string path = flight_dump_path(flight_dir, heap_id, rank);
+    std::string error;
+    if (flight.dump(path, heap_id, rank, bootstrap->size(), name, detail, &error))
+      GNIO_WARN(Init,
+                "rank %d: flight recorder (%s): wrote %s; run gnio-flight on every rank's file to "
+                "see which rank is behind",
+                rank, name, path.c_str());
+    else
+      GNIO_WARN(Init, "rank %d: flight recorder (%s): cannot write %s (GNIO_FLIGHT_RECORDER_DIR)",
+                rank, name, error.c_str());
+  } catch (...) {
+    // Out of memory while reporting another failure: the original error still surfaces.
   }
 }
 
@@ -359,7 +414,8 @@ Comm Comm::from_env(const CommOptions& options) {
 }
 
 Comm Comm::from_unique_id(const UniqueId& id, int rank, int size, const CommOptions& options) {
-  GNIO_REQUIRE(size > 0 && rank >= 0 && rank < size, "from_unique_id: rank %d is not in [0, %d)", rank, size);
+  GNIO_REQUIRE(size > 0 && rank >= 0 && rank < size, "from_unique_id: rank %d is not in [0, %d)",
+               rank, size);
   LaunchInfo info;
   info.rank = rank;
   info.size = size;
@@ -368,23 +424,50 @@ Comm Comm::from_unique_id(const UniqueId& id, int rank, int size, const CommOpti
   return Comm(std::make_shared<detail::CommImpl>(std::move(bs), std::move(info), options));
 }
 
-int Comm::rank() const noexcept { return impl_->bootstrap->rank(); }
-int Comm::size() const noexcept { return impl_->bootstrap->size(); }
-int Comm::local_rank() const noexcept { return impl_->local_rank; }
-int Comm::local_size() const noexcept { return static_cast<int>(impl_->node_ranks.size()); }
-int Comm::node() const noexcept { return impl_->node; }
-int Comm::nodes() const noexcept { return impl_->nodes; }
-const std::string& Comm::node_id() const noexcept { return impl_->node_id; }
-const std::vector<int>& Comm::node_ranks() const noexcept { return impl_->node_ranks; }
-Backend Comm::backend() const noexcept { return impl_->backend_kind; }
-int Comm::device() const noexcept { return impl_->backend->device(); }
-std::string Comm::device_description() const { return impl_->backend->describe(); }
-const std::string& Comm::launch_source() const noexcept { return impl_->info.source; }
-Bootstrap& Comm::bootstrap() const { return *impl_->bootstrap; }
+int Comm::rank() const noexcept {
+  return impl_->bootstrap->rank();
+}
+int Comm::size() const noexcept {
+  return impl_->bootstrap->size();
+}
+int Comm::local_rank() const noexcept {
+  return impl_->local_rank;
+}
+int Comm::local_size() const noexcept {
+  return static_cast<int>(impl_->node_ranks.size());
+}
+int Comm::node() const noexcept {
+  return impl_->node;
+}
+int Comm::nodes() const noexcept {
+  return impl_->nodes;
+}
+const std::string& Comm::node_id() const noexcept {
+  return impl_->node_id;
+}
+const std::vector<int>& Comm::node_ranks() const noexcept {
+  return impl_->node_ranks;
+}
+Backend Comm::backend() const noexcept {
+  return impl_->backend_kind;
+}
+int Comm::device() const noexcept {
+  return impl_->backend->device();
+}
+std::string Comm::device_description() const {
+  return impl_->backend->describe();
+}
+const std::string& Comm::launch_source() const noexcept {
+  return impl_->info.source;
+}
+Bootstrap& Comm::bootstrap() const {
+  return *impl_->bootstrap;
+}
 
 SymPtr<char> Comm::alloc_bytes(std::size_t bytes, std::size_t align) {
   impl_->check_alive();
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->record(detail::host_op(detail::FlightEvent::Alloc, bytes));
   std::uint64_t off = impl_->heap->allocate(bytes, align);
   if (impl_->proxy) impl_->proxy->set_heap_bytes(impl_->heap->mapped());
   return SymPtr<char>{impl_->heap_id, 0, off};
@@ -392,25 +475,31 @@ SymPtr<char> Comm::alloc_bytes(std::size_t bytes, std::size_t align) {
 
 void Comm::free_bytes(SymPtr<char> p) {
   if (p.is_null()) return;
-  GNIO_REQUIRE(p.heap == impl_->heap_id, "free: the pointer belongs to another communicator's heap");
+  GNIO_REQUIRE(p.heap == impl_->heap_id,
+               "free: the pointer belongs to another communicator's heap");
   impl_->check_alive();
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  GNIO_REQUIRE(impl_->heap->allocation_size(p.offset) != 0,
-               "free: offset 0x%llx is not a live symmetric allocation (double free?); nothing was freed",
-               static_cast<unsigned long long>(p.offset));
+  GNIO_REQUIRE(
+      impl_->heap->allocation_size(p.offset) != 0,
+      "free: offset 0x%llx is not a live symmetric allocation (double free?); nothing was freed",
+      static_cast<unsigned long long>(p.offset));
+  impl_->record(detail::host_op(detail::FlightEvent::Free, impl_->heap->allocation_size(p.offset)));
   impl_->backend->device_synchronize();
   impl_->bootstrap->barrier();
   impl_->heap->free(p.offset);
 }
 
 void* Comm::local_address(SymPtr<char> p) const {
-  GNIO_REQUIRE(p.heap == impl_->heap_id, "local: the pointer is null or belongs to another communicator");
+  GNIO_REQUIRE(p.heap == impl_->heap_id,
+               "local: the pointer is null or belongs to another communicator");
   return impl_->heap->local_base() + p.offset;
 }
 
 void* Comm::peer_address(SymPtr<char> p, int peer_rank) const {
-  GNIO_REQUIRE(p.heap == impl_->heap_id, "peer: the pointer is null or belongs to another communicator");
-  GNIO_REQUIRE(peer_rank >= 0 && peer_rank < size(), "peer: rank %d is not in [0, %d)", peer_rank, size());
+  GNIO_REQUIRE(p.heap == impl_->heap_id,
+               "peer: the pointer is null or belongs to another communicator");
+  GNIO_REQUIRE(peer_rank >= 0 && peer_rank < size(), "peer: rank %d is not in [0, %d)", peer_rank,
+               size());
   auto it = std::find(impl_->node_ranks.begin(), impl_->node_ranks.end(), peer_rank);
   if (it == impl_->node_ranks.end()) return nullptr;
   return impl_->heap->peer_base(static_cast<int>(it - impl_->node_ranks.begin())) + p.offset;
@@ -424,6 +513,7 @@ Window Comm::register_buffer(void* ptr, std::size_t bytes) {
   detail::CommImpl& c = *impl_;
   c.check_alive();
   std::lock_guard<std::mutex> lock(c.mutex);
+  c.record(detail::host_op(detail::FlightEvent::Register, bytes));
   detail::WindowContext ctx;
   ctx.owner = impl_;
   ctx.backend = c.backend.get();
@@ -455,14 +545,19 @@ void Comm::deregister(Window& window) {
                "deregister: the window was registered with another communicator");
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->record(detail::host_op(detail::FlightEvent::Deregister));
     impl->deregister(true);
   }
   // Outside the lock: dropping the last reference runs ~WindowImpl, which would lock again.
   window = Window();
 }
 
-void* Comm::alloc_device(std::size_t bytes) { return impl_->backend->alloc_device(bytes); }
-void Comm::free_device(void* p) { impl_->backend->free_device(p); }
+void* Comm::alloc_device(std::size_t bytes) {
+  return impl_->backend->alloc_device(bytes);
+}
+void Comm::free_device(void* p) {
+  impl_->backend->free_device(p);
+}
 void Comm::copy(void* dst, const void* src, std::size_t bytes, StreamRef stream) {
   impl_->backend->copy(dst, src, bytes, stream);
 }
@@ -488,12 +583,17 @@ MemoryStats Comm::memory_stats() const {
   return s;
 }
 
-const Team& Comm::world() const noexcept { return impl_->world; }
-const Team& Comm::node_team() const noexcept { return impl_->node_team; }
+const Team& Comm::world() const noexcept {
+  return impl_->world;
+}
+const Team& Comm::node_team() const noexcept {
+  return impl_->node_team;
+}
 
 Team Comm::split(const Team& parent, int color, int key) {
   impl_->check_alive();
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->record(detail::host_op(detail::FlightEvent::Split));
   struct Entry {
     std::int32_t color, key, parent_index, rank;
   };
@@ -511,7 +611,8 @@ Team Comm::split(const Team& parent, int color, int key) {
   // Teams are created in the same order everywhere: one per distinct color, ascending.
   std::vector<int> colors;
   for (const Entry& e : all)
-    if (e.color >= 0 && e.parent_index >= 0 && std::find(colors.begin(), colors.end(), e.color) == colors.end())
+    if (e.color >= 0 && e.parent_index >= 0 &&
+        std::find(colors.begin(), colors.end(), e.color) == colors.end())
       colors.push_back(e.color);
   std::sort(colors.begin(), colors.end());
   Team result;
@@ -537,6 +638,7 @@ Team Comm::split_strided(const Team& parent, int start, int stride, int size) {
                size, parent.size);
   impl_->check_alive();
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->record(detail::host_op(detail::FlightEvent::Split));
   std::vector<int> ranks;
   for (int i = 0; i < size; ++i) ranks.push_back(parent.world_rank(start + i * stride));
   return impl_->make_team(ranks);
@@ -550,13 +652,15 @@ DeviceComm Comm::device_comm() const {
   d.local_rank_ = c.local_rank;
   d.local_size_ = static_cast<int>(c.node_ranks.size());
   d.node_first_ = c.node_ranks.front();
-  d.node_contiguous_ = c.node_ranks.back() - c.node_ranks.front() + 1 == static_cast<int>(c.node_ranks.size());
+  d.node_contiguous_ =
+      c.node_ranks.back() - c.node_ranks.front() + 1 == static_cast<int>(c.node_ranks.size());
   d.heap_id_ = c.heap_id;
   d.heap_base_ = c.heap->base();
   d.heap_stride_ = c.heap->stride();
   d.heap_peer_base_ = c.heap->peer_base_table();
   d.heap_bytes_ = c.heap->mapped();
-  d.local_index_ = reinterpret_cast<const std::int16_t*>(c.heap->local_base() + c.local_index_table.offset);
+  d.local_index_ =
+      reinterpret_cast<const std::int16_t*>(c.heap->local_base() + c.local_index_table.offset);
   d.control_ = c.control;
   d.stall_claim_ = reinterpret_cast<std::uint32_t*>(c.heap->local_base() + c.stall_claim.offset);
   d.timeout_ns_ = static_cast<std::uint64_t>(c.timeout_s * 1e9);
@@ -566,39 +670,74 @@ DeviceComm Comm::device_comm() const {
   return d;
 }
 
-void Comm::check() const { impl_->check(); }
+namespace {
 
-void Comm::synchronize(StreamRef stream) const {
-  const double limit = impl_->timeout_s > 0 ? impl_->timeout_s + 30 : 0;
+/// Runs `body`; a Timeout or RemoteError it throws first dumps the flight recorder.
+template <class F>
+void dumping_failures(detail::CommImpl& impl, F&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    if (e.error_class() == ErrorClass::Timeout)
+      impl.dump_flight(detail::FlightDump::Timeout, e.message());
+    else if (e.error_class() == ErrorClass::RemoteError)
+      impl.dump_flight(detail::FlightDump::RemoteError, e.message());
+    throw;
+  }
+}
+
+/// Comm::synchronize without the recording.
+void synchronize_stream(detail::CommImpl& impl, StreamRef stream) {
+  const double limit = impl.timeout_s > 0 ? impl.timeout_s + 30 : 0;
   Deadline deadline = Deadline::after(limit);
   for (std::uint32_t it = 0;; ++it) {
-    if (impl_->backend->stream_idle(stream)) {
-      impl_->backend->stream_synchronize(stream);  // surfaces errors the stream captured
-      check();
+    if (impl.backend->stream_idle(stream)) {
+      impl.backend->stream_synchronize(stream);  // surfaces errors the stream captured
+      impl.check();
       return;
     }
-    check();
+    impl.check();
     if (deadline.expired())
       fail(ErrorClass::Timeout,
            "rank %d: the stream did not finish within %.0f s and no gnio wait reported a stall; "
            "a kernel may be spinning outside gnio's bounded waits",
-           rank(), limit);
+           impl.bootstrap->rank(), limit);
     std::this_thread::sleep_for(std::chrono::microseconds(it < 100 ? 5 : 200));
   }
+}
+
+}  // namespace
+
+void Comm::check() const {
+  impl_->record(detail::host_op(detail::FlightEvent::Check));
+  dumping_failures(*impl_, [&] { impl_->check(); });
+}
+
+void Comm::synchronize(StreamRef stream) const {
+  detail::FlightEntry e = detail::host_op(detail::FlightEvent::Synchronize);
+  e.stream = stream.is_host() ? reinterpret_cast<std::uintptr_t>(stream.host())
+                              : reinterpret_cast<std::uintptr_t>(stream.cuda());
+  impl_->record(e);
+  dumping_failures(*impl_, [&] { synchronize_stream(*impl_, stream); });
 }
 
 void Comm::abort() noexcept {
   impl_->aborted.store(true);
   dev::atomic_store(&impl_->control->abort, kAbortByHost, dev::Order::Release);
+  impl_->record(detail::host_op(detail::FlightEvent::Abort));
+  impl_->dump_flight(detail::FlightDump::Abort, "Comm::abort() was called");
 }
 
 bool Comm::aborted() const noexcept {
-  return impl_->aborted.load() || dev::atomic_load(&impl_->control->abort, dev::Order::Acquire) != 0;
+  return impl_->aborted.load() ||
+         dev::atomic_load(&impl_->control->abort, dev::Order::Acquire) != 0;
 }
 
 // ------------------------------------------------------------------------------------------------
 
-Stream::Stream(const Comm& comm) : comm_(comm.impl()) { comm_->backend->create_stream(&cuda_, &host_); }
+Stream::Stream(const Comm& comm) : comm_(comm.impl()) {
+  comm_->backend->create_stream(&cuda_, &host_);
+}
 Stream::~Stream() {
   if (comm_) comm_->backend->destroy_stream(cuda_, host_);
 }
@@ -617,6 +756,8 @@ Stream& Stream::operator=(Stream&& o) noexcept {
   }
   return *this;
 }
-void Stream::synchronize() const { comm_->backend->stream_synchronize(*this); }
+void Stream::synchronize() const {
+  comm_->backend->stream_synchronize(*this);
+}
 
 }  // namespace gnio

@@ -9,6 +9,7 @@
 
 #include "bootstrap/fd_exchange.hpp"
 #include "bootstrap/liveness.hpp"
+#include "core/flight_recorder.hpp"
 #include "gnio/comm.hpp"
 #include "memory/symmetric_heap.hpp"
 #include "memory/window.hpp"
@@ -19,6 +20,9 @@ class Proxy;
 }
 
 namespace gnio::detail {
+
+/// Why the flight recorder is dumped (bits of CommImpl::flight_dumped).
+enum class FlightDump : unsigned { Timeout = 1, RemoteError = 2, Abort = 4, PeerLost = 8 };
 
 class CommImpl {
  public:
@@ -38,6 +42,11 @@ class CommImpl {
   /// The liveness watcher's report (on its thread): records the first lost rank, aborts device
   /// waits (Status::RemoteError) and fails every pending and later bootstrap call.
   void on_peer_lost(int rank, const std::string& what) noexcept;
+  /// Adds `e` to the flight recorder (nothing when GNIO_FLIGHT_RECORDER=0).
+  void record(const FlightEntry& e) noexcept { flight.record(e); }
+  /// Writes this rank's flight-recorder dump, once per `reason` class (a job that keeps calling
+  /// check() after a timeout writes one file, not one per call), and logs where it went.
+  void dump_flight(FlightDump reason, const std::string& detail) noexcept;
 
   LaunchInfo info;
   std::unique_ptr<Bootstrap> bootstrap;
@@ -72,6 +81,9 @@ class CommImpl {
   // after what on_peer_lost touches; destroyed explicitly in ~CommImpl, before the heap.
   std::unique_ptr<bootstrap::LivenessWatcher> liveness;
   std::atomic<bool> peer_lost{false};
+  FlightRecorder flight;
+  std::string flight_dir;
+  std::atomic<unsigned> flight_dumped{0};  // FlightDump bits already written
   mutable std::mutex loss_mutex;  // guards lost_rank and loss (written once, on the watcher)
   int lost_rank = -1;
   std::string loss;
