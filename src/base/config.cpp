@@ -33,8 +33,8 @@ constexpr ConfigVar kVars[] = {
      "deadline of every device and host wait on a peer; 0 = wait forever (abort still works)"},
     {"GNIO_HEARTBEAT_INTERVAL", ConfigType::Seconds, "1",
      "period of the liveness heartbeats every rank exchanges with rank 0; a rank silent for 10 "
-     "periods (at most GNIO_TIMEOUT) or whose connection drops counts as dead and aborts the "
-     "communicator with RemoteError; 0 = no peer-failure detection"},
+     "periods (at least 3 s, at most GNIO_TIMEOUT) or whose connection drops counts as dead and "
+     "aborts the communicator with RemoteError; 0 = no peer-failure detection"},
     // bootstrap
     {"GNIO_BOOTSTRAP_TIMEOUT", ConfigType::Seconds, "120",
      "deadline for bootstrap connections and exchanges (init, allgather, barrier, send/recv)"},

@@ -193,10 +193,14 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   if (heartbeat_s > 0 && size > 1) {
     bootstrap::LivenessOptions lo;
     lo.interval_s = heartbeat_s;
-    // Silence is declared after ten missed heartbeats, but never later than GNIO_TIMEOUT: a cut
-    // network must be reported before device waits would give up on their own.
-    lo.silence_s = 10 * heartbeat_s;
-    if (timeout_s > 0) lo.silence_s = std::min(lo.silence_s, std::max(timeout_s, 2 * heartbeat_s));
+    // Silence is declared after ten missed heartbeats, but never later than GNIO_TIMEOUT (a cut
+    // network must be reported before device waits would give up on their own) and never sooner
+    // than kMinSilence: a live rank whose watcher thread is starved on a loaded machine (sanitizers,
+    // oversubscribed CPUs) must not be declared dead. A killed rank is seen at once regardless: its
+    // connection closes.
+    constexpr double kMinSilence = 3.0;
+    lo.silence_s = std::max(10 * heartbeat_s, kMinSilence);
+    if (timeout_s > 0) lo.silence_s = std::min(lo.silence_s, std::max(timeout_s, kMinSilence));
     lo.connect_s = config_seconds("GNIO_BOOTSTRAP_TIMEOUT");
     if (lo.connect_s <= 0) lo.connect_s = 1e9;
     liveness = std::make_unique<bootstrap::LivenessWatcher>(

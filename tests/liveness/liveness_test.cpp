@@ -119,9 +119,9 @@ TEST(PeerFailure, KillDuringAllreduce) {
 #endif
 
 TEST(PeerFailure, StoppedRankIsFoundByMissingHeartbeats) {
-  // Heartbeats every 0.1 s: silence is declared after 1 s. The process keeps its sockets open,
-  // so only the missing heartbeats tell.
-  Scenario s{"stop", 2, 1, true, 4.0};
+  // Heartbeats every 0.1 s: silence is declared after the 3 s floor. The process keeps its
+  // sockets open, so only the missing heartbeats tell.
+  Scenario s{"stop", 2, 1, true, 6.0};
   run_kill(s, {"GNIO_HEARTBEAT_INTERVAL=0.1"});
 }
 
