@@ -13,7 +13,7 @@ export NCCL_NVLS_ENABLE=0
 failed=()
 run_suite() {  # name build_dir ctest-args...
   local name=$1 dir=$2; shift 2
-  echo "=== gnio tests: $name ==="
+  echo "=== gnio tests: $name ($(date -u +%H:%M:%S), ${SECONDS}s into this script) ==="
   if ! (cd "$dir" && ctest --output-on-failure --timeout 1200 -j "${TEST_JOBS:-2}" "$@"); then
     failed+=("$name")
   fi
@@ -30,7 +30,7 @@ else
   "$root/scripts/build.sh" "$root/build" -DGNIO_WERROR=ON -DGNIO_CUDA=OFF
   run_suite main "$root/build" -LE gpu
   if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
-    echo "=== gnio: compiling the cuda backend (no GPU here to run it) ==="
+    echo "=== gnio: compiling the cuda backend (no GPU here to run it; ${SECONDS}s in) ==="
     "$root/scripts/build.sh" "$root/build-cuda" -DGNIO_WERROR=ON -DGNIO_CUDA=ON \
         -DGNIO_BUILD_TESTS=OFF -DGNIO_BUILD_EXAMPLES=OFF --target gnio gnio-perf \
       || failed+=("cuda-compile")
@@ -46,4 +46,4 @@ if ((${#failed[@]})); then
   echo "gnio tests FAILED: ${failed[*]}"
   exit 1
 fi
-echo "gnio tests passed"
+echo "gnio tests passed (${SECONDS}s)"
