@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,19 @@ extern char** environ;
 
 namespace gnio_test {
 
+using Clock = std::chrono::steady_clock;
+
+/// Seconds since `start`.
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 /// One run of gnio-run with its stdout and stderr captured. The destructor kills a run that was
 /// not finished, so no test leaves processes behind.
 class Job {
  public:
-  /// Starts `gnio_run args...` with the test's environment less the variables gnio-run sets,
-  /// plus `env` ("NAME=value").
+  /// Starts `gnio_run args...` with the test's environment less the variables gnio-run reads or
+  /// sets, plus `env` ("NAME=value"); stdin is /dev/null.
   Job(const std::string& gnio_run, const std::vector<std::string>& args,
       const std::vector<std::string>& env = {}) {
     std::vector<std::string> argv_strings = {gnio_run};
@@ -34,8 +42,8 @@ class Job {
     for (char** e = environ; *e; ++e) {
       std::string entry = *e;
       std::string name = entry.substr(0, entry.find('='));
-      if (name == "GNIO_NODE_ID" || name == "GNIO_JOB_TOKEN" || name == "RANK" ||
-          name == "WORLD_SIZE" || name == "MASTER_PORT")
+      if (name == "GNIO_NODE_ID" || name == "GNIO_JOB_TOKEN" || name == "GNIO_RUN_PREFIX" ||
+          name == "RANK" || name == "WORLD_SIZE" || name == "MASTER_PORT")
         continue;
       env_strings.push_back(entry);
     }
@@ -48,12 +56,15 @@ class Job {
 
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) std::abort();
+    start_ = Clock::now();
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
-      // gnio-run leaves alone signals that were ignored when it started; the tests want its
-      // normal handling whatever started ctest.
+      int devnull = ::open("/dev/null", O_RDONLY);
+      ::dup2(devnull, STDIN_FILENO);
+      // gnio-run leaves alone signals that were ignored when it started (as in a background job
+      // of a script); the tests want its normal handling whatever started ctest.
       for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
       sigset_t none;
       sigemptyset(&none);
@@ -78,13 +89,25 @@ class Job {
     if (err_fd_ >= 0) ::close(err_fd_);
   }
 
+  /// Reads output until `done()` holds or `seconds` pass. Returns whether it held.
+  bool wait_until(const std::function<bool()>& done, double seconds) {
+    auto start = Clock::now();
+    while (!done()) {
+      if (seconds_since(start) > seconds || (out_fd_ < 0 && err_fd_ < 0)) return done();
+      pump(50);
+    }
+    return true;
+  }
+
+  /// Sends a signal to gnio-run itself.
+  void signal(int sig) { ::kill(pid_, sig); }
+
   /// Reads until gnio-run exits and closes its output, at most `seconds`; returns its exit status
   /// (128 + signal if it was killed). Fails the test and kills it when the bound passes.
   int finish(double seconds) {
-    auto start = std::chrono::steady_clock::now();
+    auto start = Clock::now();
     while (out_fd_ >= 0 || err_fd_ >= 0) {
-      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-          seconds) {
+      if (seconds_since(start) > seconds) {
         ADD_FAILURE() << "gnio-run did not finish within " << seconds << " s\nstdout:\n"
                       << out << "\nstderr:\n"
                       << err;
@@ -96,13 +119,18 @@ class Job {
     int status = 0;
     ::waitpid(pid_, &status, 0);
     finished_ = true;
+    elapsed_ = seconds_since(start_);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
+
+  /// Seconds from the start to the end of finish().
+  double elapsed() const { return elapsed_; }
 
   std::string out;  ///< gnio-run's stdout so far
   std::string err;  ///< gnio-run's stderr so far
 
  private:
+  /// One poll round over both pipes.
   void pump(int timeout_ms) {
     pollfd fds[2];
     int n = 0;
@@ -128,6 +156,8 @@ class Job {
   int out_fd_ = -1;
   int err_fd_ = -1;
   bool finished_ = false;
+  Clock::time_point start_;
+  double elapsed_ = 0;
 };
 
 }  // namespace gnio_test
