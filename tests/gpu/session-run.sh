@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
-# Everything one GPU-machine session measures, in one call (the device time is scarce):
-# the GPU test suite, compute-sanitizer memcheck on the functional suites, the examples,
-# communicator creation against NCCL, the gnio-vs-NVSHMEM RMA comparison and the raw P2P probe.
-# Results go to ${OUT:-./out}/r/ and are packed into ${OUT:-./out}/all.tgz.
+# What one GPU-machine session builds, tests and measures, in as few calls as the scarce device
+# time allows. Steps run in the order given (default: all of them, in the order below):
 #
-#   tests/gpu/session-run.sh
+#   tests/gpu/session-run.sh [STEP...]
+#
+#   build      configure (RelWithDebInfo, cuda backend, GPU tests, nvshmem-perf when NVSHMEM is
+#              found) and build everything into ./build-gpu
+#   suite      every GPU-labelled test (ctest -L gpu)
+#   examples   ping-pong, ring pipeline, halo exchange, gnio-info --json on 2 ranks
+#   init       communicator creation, gnio vs ncclCommInitRank
+#   coll       bench/run-coll.sh: collectives vs NCCL (the issue's sweep, CUDA graphs)
+#   coll-eager allreduce vs NCCL without graphs (-G 0)
+#   rma        bench/run-rma.sh: one-sided operations vs NVSHMEM
+#   probe      raw peer-to-peer probe (link floor)
+#   quick      gnio-perf rma --quick and coll --quick (the README's first command's job)
+#   sanitize   compute-sanitizer memcheck on the functional suites
+#   racecheck  compute-sanitizer racecheck and synccheck on the RMA and collective device tests
+#
+# Each step's output: ${OUT:-./out}/r/STEP.log; one status line per step in r/steps.txt (also
+# printed); r/ is packed into ${OUT}/all.tgz every 20 s and at the end, so a call cut short still
+# returns what ran. SUITE_FILTER (ctest -R regex) narrows the suite step.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -12,28 +27,79 @@ out=${OUT:-$root/out}
 r=$out/r
 mkdir -p "$r"
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
 jobs=$(nproc)
 B=$root/build-gpu
 R=$B/tools/gnio-run/gnio-run
+P=$B/tools/gnio-perf/gnio-perf
+nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+[ -n "$nccl_dir" ] && export GNIO_BENCH_NCCL_LIB=$nccl_dir/lib/libnccl.so.2
+
+pack() { tar czf "$out/all.tgz.tmp" -C "$out" r 2>/dev/null && mv "$out/all.tgz.tmp" "$out/all.tgz"; }
+(while sleep 20; do pack; done) &
+packer=$!
+trap 'kill $packer 2>/dev/null; pack' EXIT
+
 step() {  # step NAME command...: runs it with its output in $r/NAME.log and records the status
   local name=$1
   shift
   local t0=$SECONDS
-  "$@" >"$r/$name.log" 2>&1
+  echo "--- $name: $*" >"$r/$name.log"
+  "$@" >>"$r/$name.log" 2>&1
   local rc=$?
-  printf '%-10s rc=%d  %4ds\n' "$name" "$rc" $((SECONDS - t0)) | tee -a "$r/steps.txt"
+  printf '%-11s rc=%-3d %4ds  (at %ds)\n' "$name" "$rc" $((SECONDS - t0)) "$SECONDS" \
+    | tee -a "$r/steps.txt"
+  return $rc
 }
-step suite env OUT="$r/suite" tests/gpu/run --jobs "$jobs" ${GNIO_SESSION_CMAKE_ARGS:+--cmake-arg "$GNIO_SESSION_CMAKE_ARGS"}
-step examples bash -c "$R -n 2 -- $B/examples/ping_pong/ping_pong 10000 &&
-  $R -n 2 -- $B/examples/ring_pipeline/ring_pipeline 256 65536 &&
-  $R -n 2 -- $B/examples/halo_exchange/halo_exchange 1048576 200 &&
-  $R -n 2 -- $B/tools/gnio-info/gnio-info --json"
-nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
-step init env GNIO_BENCH_NCCL_LIB="$nccl_dir/lib/libnccl.so.2" "$R" -n 2 -- "$B/bench/init/init_bench" 9
-step rma env BUILD="$B" OUT="$r/rma" bench/run-rma.sh
-[ -x "$B/bench/tools/gnio-p2p-probe" ] && step probe "$B/bench/tools/gnio-p2p-probe"
-step quick "$R" -n 2 -- "$B/tools/gnio-perf/gnio-perf" rma --quick
-step sanitize env OUT="$r/san" tests/gpu/run --sanitize --jobs "$jobs" -- \
-  -R "^(rma_test_2_gpu|heap_test_2_gpu|window_test_2_gpu|rma_fault_BadInput_PeerOutOfRangeIsInvalidArgument_gpu)$"
-tar czf "$out/all.tgz" -C "$out" r
+
+sanitize_tests='^(rma_test_2_gpu|heap_test_2_gpu|window_test_2_gpu|coll_types_test_gpu|rma_fault_BadInput_PeerOutOfRangeIsInvalidArgument_gpu)$'
+
+run_step() {
+  case $1 in
+    build)
+      {
+        echo "date: $(date -u +%FT%TZ)  host: $(hostname)"
+        echo "commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (modified)')"
+        nvidia-smi; nvidia-smi topo -m; nvcc --version
+      } >"$r/gpu-info.log" 2>&1
+      local gen=()
+      [ ! -f "$B/CMakeCache.txt" ] && command -v ninja >/dev/null && gen=(-G Ninja)
+      step configure cmake -S "$root" -B "$B" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DGNIO_CUDA=ON -DGNIO_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
+        step build cmake --build "$B" --parallel "$jobs" -- $([ -f "$B/build.ninja" ] && echo -k 0) ;;
+    suite)
+      step suite ctest --test-dir "$B" -L gpu --output-on-failure --no-tests=error \
+        --output-junit "$r/ctest-gpu.xml" ${SUITE_FILTER:+-R "$SUITE_FILTER"} ;;
+    examples)
+      step examples bash -c "$R -n 2 -- $B/examples/ping_pong/ping_pong 10000 &&
+        $R -n 2 -- $B/examples/ring_pipeline/ring_pipeline 256 65536 &&
+        $R -n 2 -- $B/examples/halo_exchange/halo_exchange 1048576 200 &&
+        $R -n 2 -- $B/tools/gnio-info/gnio-info --json" ;;
+    init) step init "$R" -n 2 -- "$B/bench/init/init_bench" 9 ;;
+    coll) step coll env BUILD="$B" OUT="$r/coll" bench/run-coll.sh ;;
+    coll-eager)
+      step coll-eager env BUILD="$B" OUT="$r/coll-eager" COLLS=allreduce bench/run-coll.sh \
+        -b 8 -e 1G -f 2 -d f32 -o sum --inplace 0 -G 0 ;;
+    rma) step rma env BUILD="$B" OUT="$r/rma" bench/run-rma.sh ;;
+    probe) [ -x "$B/bench/tools/gnio-p2p-probe" ] && step probe "$B/bench/tools/gnio-p2p-probe" ;;
+    quick)
+      step quick bash -c "$R -n 2 -- $P rma --quick && $R -n 2 -- $P coll --quick --vs-nccl" ;;
+    sanitize)
+      step sanitize compute-sanitizer --tool memcheck --target-processes all --error-exitcode 86 \
+        ctest --test-dir "$B" -L gpu -LE gpu_fault --output-on-failure -R "$sanitize_tests" ;;
+    racecheck)
+      for tool in racecheck synccheck; do
+        step "$tool" compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 86 \
+          ctest --test-dir "$B" -L gpu -LE gpu_fault --output-on-failure \
+          -R '^(rma_test_2_gpu|coll_types_test_gpu)$'
+      done ;;
+    *) echo "session-run.sh: unknown step '$1'" >&2; return 2 ;;
+  esac
+}
+
+[ $# -gt 0 ] || set -- build suite examples init coll rma probe quick sanitize racecheck
+for s in "$@"; do run_step "$s"; done
+echo "== steps =="
 cat "$r/steps.txt"
