@@ -6,11 +6,13 @@
 #
 #   build      configure (RelWithDebInfo, cuda backend, GPU tests, nvshmem-perf when NVSHMEM is
 #              found) and build everything into ./build-gpu
+#   build-perf the same configuration, building only gnio-run, gnio-perf and gnio-info
 #   suite      every GPU-labelled test (ctest -L gpu)
 #   examples   ping-pong, ring pipeline, halo exchange, gnio-info --json on 2 ranks
 #   init       communicator creation, gnio vs ncclCommInitRank
 #   coll       bench/run-coll.sh: collectives vs NCCL (the issue's sweep, CUDA graphs)
 #   coll-eager allreduce vs NCCL without graphs (-G 0)
+#   tune       bench/tune-coll.sh: launch shapes and algorithm thresholds of the collectives
 #   rma        bench/run-rma.sh: one-sided operations vs NVSHMEM
 #   probe      raw peer-to-peer probe (link floor)
 #   quick      gnio-perf rma --quick and coll --quick (the README's first command's job)
@@ -58,7 +60,7 @@ sanitize_tests='^(rma_test_2_gpu|heap_test_2_gpu|window_test_2_gpu|coll_types_te
 
 run_step() {
   case $1 in
-    build)
+    build | build-perf)
       {
         echo "date: $(date -u +%FT%TZ)  host: $(hostname)"
         echo "commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (modified)')"
@@ -68,7 +70,11 @@ run_step() {
       [ ! -f "$B/CMakeCache.txt" ] && command -v ninja >/dev/null && gen=(-G Ninja)
       step configure cmake -S "$root" -B "$B" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DGNIO_CUDA=ON -DGNIO_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
-        step build cmake --build "$B" --parallel "$jobs" -- $([ -f "$B/build.ninja" ] && echo -k 0) ;;
+        if [ "$1" = build ]; then
+          step build cmake --build "$B" --parallel "$jobs" -- $([ -f "$B/build.ninja" ] && echo -k 0)
+        else
+          step build-perf cmake --build "$B" --parallel "$jobs" --target gnio-run gnio-perf gnio-info
+        fi ;;
     suite)
       step suite ctest --test-dir "$B" -L gpu --output-on-failure --no-tests=error \
         --output-junit "$r/ctest-gpu.xml" ${SUITE_FILTER:+-R "$SUITE_FILTER"} ;;
@@ -82,6 +88,7 @@ run_step() {
     coll-eager)
       step coll-eager env BUILD="$B" OUT="$r/coll-eager" COLLS=allreduce bench/run-coll.sh \
         -b 8 -e 1G -f 2 -d f32 -o sum --inplace 0 -G 0 ;;
+    tune) step tune env BUILD="$B" OUT="$r/tune" bench/tune-coll.sh ;;
     rma) step rma env BUILD="$B" OUT="$r/rma" bench/run-rma.sh ;;
     probe) [ -x "$B/bench/tools/gnio-p2p-probe" ] && step probe "$B/bench/tools/gnio-p2p-probe" ;;
     quick)

@@ -67,7 +67,7 @@ inline constexpr int kCollKindCount = 7;
 namespace detail {
 
 /// Most workers (blocks) of one collective call; the per-block flags are sized by it.
-inline constexpr unsigned kCollMaxBlocks = 64;
+inline constexpr unsigned kCollMaxBlocks = 256;
 /// Most workers of a Ring call; the pipe slots are sized by it (fewer, larger slots).
 inline constexpr unsigned kCollPipeBlocks = 16;
 /// An offset that is not in the symmetric heap.
