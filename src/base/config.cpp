@@ -107,16 +107,17 @@ constexpr ConfigVar kVars[] = {
      "heap for oneshot/twoshot; larger calls run in pieces of this size"},
     {"GNIO_COLL_PIPE_DEPTH", ConfigType::Int, "2",
      "ring pipes: messages in flight per peer and block (2..64)"},
-    {"GNIO_COLL_LL_MAX", ConfigType::Size, "64K",
+    {"GNIO_COLL_LL_MAX", ConfigType::Size, "512K",
      "auto: LL for collectives whose larger buffer (per rank) is at most this"},
     {"GNIO_COLL_ONESHOT_MAX", ConfigType::Size, "256K",
-     "auto: oneshot for allreduce/broadcast/reduce up to this, twoshot above"},
+     "auto: oneshot up to this, twoshot above (every collective but reduce_scatter, which stays "
+     "oneshot, and alltoallv, which is ring)"},
     {"GNIO_COLL_BLOCKS", ConfigType::Int, "0",
-     "blocks per collective kernel (1..64, ring at most 16); 0 = by algorithm and size (at most "
-     "32)"},
+     "blocks per collective kernel (1..256, ring at most 16); 0 = by algorithm and size (ll at "
+     "most 64, oneshot/twoshot at most 128)"},
     {"GNIO_COLL_THREADS", ConfigType::Int, "0",
      "threads per block of collective kernels (multiple of 32; GPUs: at most what the kernels' "
-     "registers allow); 0 = 256 on GPUs, 4 on the host backend"},
+     "registers allow); 0 = on GPUs 256, or 1024 once a rank moves 16 MiB; 4 on the host backend"},
     {"GNIO_CHECK", ConfigType::Bool, "0",
      "before each host collective, compare its arguments (collective, type, operator, count, "
      "root, call number) across ranks through the bootstrap and throw InvalidArgument on every "

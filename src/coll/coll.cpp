@@ -72,8 +72,7 @@ bool kind_has(CollKind k, CollAlgo a) {
     case CollAlgo::Ring: return true;
     case CollAlgo::LL:
     case CollAlgo::OneShot: return k != CollKind::AllToAllV;
-    case CollAlgo::TwoShot:
-      return k == CollKind::AllReduce || k == CollKind::Broadcast || k == CollKind::Reduce;
+    case CollAlgo::TwoShot: return k != CollKind::ReduceScatter && k != CollKind::AllToAllV;
   }
   return false;
 }
@@ -621,22 +620,30 @@ LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, const CollA
     d.block = cfg.threads ? cfg.threads : 4;
     d.grid = work >= 2 ? 2 : 1;
   } else {
-    d.block = cfg.threads ? cfg.threads : 256;
+    // Shapes measured on 2 x H200 (bench/tune-coll.sh, bench/results/2026-11-30-h200x2-coll):
+    // 256 threads per block until a rank moves 16 MiB, then 1024 (capped by the kernels'
+    // registers); LL is fastest with up to 64 blocks, oneshot/twoshot with up to 128 (more
+    // blocks than that lose bandwidth again: NVLink queues fill without more bytes in flight).
+    d.block = cfg.threads ? cfg.threads : (work * kUnit >= (16u << 20) ? 1024 : 256);
     auto clamp = [](std::size_t v, std::size_t hi) {
       return static_cast<unsigned>(std::max<std::size_t>(1, std::min(v, hi)));
     };
-    // Blocks by work (oneshot/twoshot threads move 4 units per iteration); at most 32 unless
-    // GNIO_COLL_BLOCKS asks for more (up to kCollMaxBlocks).
-    constexpr std::size_t kDefaultBlocks = 32;
+    // Blocks by work (oneshot/twoshot threads move 4 units per iteration).
+    constexpr std::size_t kLLBlocks = 64, kDirectBlocks = 128;
     switch (algo) {
-      case CollAlgo::LL: d.grid = clamp((work + d.block - 1) / d.block, 16); break;
+      case CollAlgo::LL: d.grid = clamp((work + d.block - 1) / d.block, kLLBlocks); break;
       case CollAlgo::OneShot:
-        d.grid = clamp((work + 4 * d.block - 1) / (4 * d.block), kDefaultBlocks);
+        d.grid = clamp((work + 4 * d.block - 1) / (4 * d.block), kDirectBlocks);
         break;
-      case CollAlgo::TwoShot:
-        d.grid = clamp((work / static_cast<std::size_t>(n) + 4 * d.block - 1) / (4 * d.block),
-                       kDefaultBlocks);
+      case CollAlgo::TwoShot: {
+        // Reductions and the n > 2 broadcast work on 1/n of the data per rank; pushes on all of
+        // this rank's own data.
+        const bool push = a.kind == CollKind::AllGather || a.kind == CollKind::AllToAll ||
+                          (a.kind == CollKind::Broadcast && n == 2);
+        const std::size_t mine = push ? units_of(a.bytes) : work / static_cast<std::size_t>(n);
+        d.grid = clamp((mine + 4 * d.block - 1) / (4 * d.block), kDirectBlocks);
         break;
+      }
       default: {
         const std::size_t seg =
             a.kind == CollKind::AllReduce ? work / static_cast<std::size_t>(n) : units_of(a.bytes);
@@ -730,16 +737,23 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
   const bool direct = algo == CollAlgo::OneShot || algo == CollAlgo::TwoShot;
   std::size_t cap = r.count;
   if (algo == CollAlgo::LL) cap = ch.ll_slot_bytes / 2 / es;
-  if (direct) cap = ch.stage_bytes / es / (gathered_in(r.kind) ? static_cast<std::size_t>(n) : 1);
+  // TwoShot pushes (allgather, alltoall, two-rank broadcast) write into the peers' outputs and
+  // read no peer's input.
+  const bool push = algo == CollAlgo::TwoShot &&
+                    (gathered_out(r.kind) || (r.kind == CollKind::Broadcast && n == 2));
+  const bool gathered_stage = gathered_in(r.kind) || (push && gathered_out(r.kind));
+  if (direct) cap = ch.stage_bytes / es / (gathered_stage ? static_cast<std::size_t>(n) : 1);
   cap = std::max<std::size_t>(cap / (kUnit / es) * (kUnit / es), kUnit / es);  // whole units
 
   // Which of this rank's buffers peers access (and so must be in the heap, or staged).
-  const bool in_shared = direct && !(r.kind == CollKind::Broadcast && me != r.root);
+  const bool in_shared = direct && !push && !(r.kind == CollKind::Broadcast && me != r.root);
   const bool out_shared =
       algo == CollAlgo::TwoShot && !(r.kind == CollKind::Reduce && me != r.root);
   const std::size_t in_total = full.bytes * (gathered_in(r.kind) ? static_cast<std::size_t>(n) : 1);
   const bool stage_in = in_shared && !in_heap(impl, r.send, in_total);
-  const bool stage_out = out_shared && !in_heap(impl, r.recv, full.bytes);
+  const std::size_t out_total =
+      full.bytes * (gathered_out(r.kind) ? static_cast<std::size_t>(n) : 1);
+  const bool stage_out = out_shared && !in_heap(impl, r.recv, out_total);
   char* stage_in_ptr = comm.local(ch.stage_in);
   char* stage_out_ptr = comm.local(ch.stage_out);
   GNIO_TRACE(Coll, "%s of %zu x %s (%s) with %s on channel %u%s%s", to_string(r.kind), r.count,
@@ -765,11 +779,22 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
       a.in = stage_in_ptr;
     }
     char* user_out = a.out;
-    if (stage_out) a.out = stage_out_ptr;
+    if (stage_out) {
+      a.out = stage_out_ptr;
+      if (gathered_out(r.kind)) a.out_stride = a.bytes;
+    }
     l.args = a;
     l.dims = dims_for(st.cfg, host, algo, a, n, ch.pipe_chunk);
     launch_kernel(r, l);
-    if (stage_out) comm.copy(user_out, stage_out_ptr, a.bytes, stream);
+    if (stage_out) {
+      if (gathered_out(r.kind)) {
+        for (int m = 0; m < n; ++m)
+          comm.copy(user_out + static_cast<std::size_t>(m) * full.out_stride,
+                    stage_out_ptr + static_cast<std::size_t>(m) * a.bytes, a.bytes, stream);
+      } else {
+        comm.copy(user_out, stage_out_ptr, a.bytes, stream);
+      }
+    }
   }
 }
 

@@ -177,8 +177,7 @@ std::size_t run_case(const Case& c) {
 /// Algorithms a collective has ("auto" first).
 std::vector<std::string> algorithms(CollKind k) {
   std::vector<std::string> a = {"auto", "ll", "oneshot"};
-  if (k == CollKind::AllReduce || k == CollKind::Broadcast || k == CollKind::Reduce)
-    a.push_back("twoshot");
+  if (k != CollKind::ReduceScatter) a.push_back("twoshot");
   a.push_back("ring");
   return a;
 }
@@ -356,11 +355,14 @@ TEST(Coll, LargeMessages) {
       {CollKind::ReduceScatter, DataType::F64, RedOp::Min, "auto", false, false},
       {CollKind::AllGather, DataType::U8, RedOp::Sum, "auto", true, true},
       {CollKind::AllGather, DataType::F32, RedOp::Sum, "ring", false, false},
+      {CollKind::AllGather, DataType::I32, RedOp::Sum, "twoshot", false, true},  // push, staged
+      {CollKind::AllGather, DataType::F16, RedOp::Sum, "twoshot", true, false},  // push, zero-copy
       {CollKind::Broadcast, DataType::F32, RedOp::Sum, "twoshot", false, false},
       {CollKind::Broadcast, DataType::I64, RedOp::Sum, "ring", true, false},
       {CollKind::Reduce, DataType::I32, RedOp::Sum, "twoshot", true, false},
       {CollKind::AllToAll, DataType::F64, RedOp::Sum, "auto", false, false},
       {CollKind::AllToAll, DataType::U8, RedOp::Sum, "ring", true, false},
+      {CollKind::AllToAll, DataType::F32, RedOp::Sum, "twoshot", false, false},  // push, staged
   };
   for (const Big& b : bigs) {
     Case c;
@@ -479,7 +481,7 @@ TEST(Coll, BadArgumentsAreInvalidAndHarmless) {
   expect_invalid("bad algorithm", [&] { gnio::coll_set_algorithm(cm, "fastest"); });
   expect_invalid("bad collective", [&] { gnio::coll_set_algorithm(cm, "allsum:ring"); });
   expect_invalid("algorithm the collective lacks",
-                 [&] { gnio::coll_set_algorithm(cm, "allgather:twoshot"); });
+                 [&] { gnio::coll_set_algorithm(cm, "reduce_scatter:twoshot"); });
   // Still works, every algorithm.
   std::size_t wrong = 0;
   for (const std::string& algo : algorithms(CollKind::AllReduce)) {

@@ -38,6 +38,7 @@
 #include "gnio/bootstrap.hpp"
 #include "gnio/coll.hpp"
 #include "gnio/comm.hpp"
+#include "gnio/config.hpp"
 #include "gnio/error.hpp"
 #include "gnio/stream.hpp"
 #include "gnio/version.hpp"
@@ -58,7 +59,7 @@ struct CollOptions {
   std::vector<CollKind> colls;
   std::vector<DataType> types;
   std::vector<RedOp> ops;
-  std::string algo = "auto";           ///< --algo, handed to coll_set_algorithm
+  std::string algo;  ///< --algo, handed to coll_set_algorithm; empty: GNIO_ALGO's (auto by default)
   int inplace = 2;                     ///< --inplace: 0 out of place, 1 in place, 2 both
   int root = 0;                        ///< --root
   bool check = true;                   ///< -c
@@ -237,7 +238,7 @@ void print_coll_usage(std::FILE* out) {
       "  -G N           calls captured per CUDA graph launch; 0 = eager (calls enqueued one by\n"
       "                 one) [GPU: 20 (quick: 10); host backend: 0, the only choice]\n"
       "  --algo SPEC    auto, ll, oneshot, twoshot, ring, or a comma list of them and of\n"
-      "                 collective:algorithm pairs (as GNIO_ALGO) [auto]\n"
+      "                 collective:algorithm pairs (as GNIO_ALGO) [GNIO_ALGO, else auto]\n"
       "  --inplace N    0 out of place, 1 in place, 2 both [2] (alltoall(v): out of place only)\n"
       "  --root R       root of broadcast and reduce [0]\n"
       "  --reps N       timed measurements per point; time is their median [5]\n"
@@ -333,6 +334,11 @@ class CollBench {
   std::string row_json(CollKind k, DataType t, std::optional<RedOp> op, const Point& p,
                        int in_place) const;
   RunInfo run_info() const;
+  /// The algorithm spec in force: --algo's, else GNIO_ALGO's, else "auto".
+  std::string algo_label() const {
+    if (!opts_.algo.empty()) return opts_.algo;
+    return config_is_set("GNIO_ALGO") ? "GNIO_ALGO=" + config_text("GNIO_ALGO") : "auto";
+  }
   std::uint64_t sum_over_ranks(std::uint64_t v);
 
   const CommonOptions& common_;
@@ -718,7 +724,7 @@ RunInfo CollBench::run_info() const {
                    {"reps", std::to_string(p.reps)},
                    {"budget_bytes", std::to_string(p.budget)},
                    {"check", opts_.check ? "1" : "0"},
-                   {"algo", opts_.algo},
+                   {"algo", algo_label()},
                    {"inplace", std::to_string(opts_.inplace)},
                    {"root", std::to_string(opts_.root)},
                    {"mem", opts_.private_buffers ? "priv" : "sym"},
@@ -772,7 +778,7 @@ void CollBench::print_header() const {
         p.on_gpu ? "" : " (host backend: for checking, not speed)");
   std::printf("# sizes %s .. %s (x%llu), %u warm-up calls, algorithm %s\n",
               format_size(p.min_bytes).c_str(), format_size(p.max_bytes).c_str(),
-              static_cast<unsigned long long>(p.factor), p.warmup, opts_.algo.c_str());
+              static_cast<unsigned long long>(p.factor), p.warmup, algo_label().c_str());
   std::printf(
       "# size: bytes of the larger per-rank buffer (nccl-tests); algbw = size / time;\n"
       "#   busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (reduce_scatter, allgather,\n"
@@ -806,7 +812,7 @@ int CollBench::run() {
     throw UsageError{
         "--coll/-d/-o select nothing to measure (bitwise operators need an integer type)"};
   try {
-    coll_set_algorithm(comm_, opts_.algo);
+    if (!opts_.algo.empty()) coll_set_algorithm(comm_, opts_.algo);
   } catch (const Error& e) {
     if (e.error_class() != ErrorClass::InvalidArgument) throw;
     throw UsageError{std::string("--algo: ") + e.what()};

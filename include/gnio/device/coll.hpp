@@ -177,7 +177,8 @@ struct CollComm {
 
   /// The algorithm Auto picks for `a` on this team (the same on every rank).
   GNIO_HD CollAlgo choose(const detail::CollArgs& a) const;
-  /// True when `algo` can run `a` (LL: fits a slot; TwoShot: AR/Bcast/Reduce; A2AV: Ring only).
+  /// True when `algo` can run `a` (LL: fits a slot; TwoShot: all but reduce_scatter and
+  /// alltoallv; A2AV: Ring only).
   GNIO_HD bool supports(CollAlgo algo, const detail::CollArgs& a) const;
   /// Runs one call as worker `w` of `W` (the host API's kernels: one block per worker, all blocks
   /// of the grid; the device API: one group, w = 0, W = 1). T/Op: element type and operator for

@@ -306,9 +306,15 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
   char* dst = temp ? c.cc.dc.local(ch.stage_out) : a.out;
   if (temp && a.bytes > ch.stage_bytes && c.st == Status::Ok)
     c.fail(Status::InvalidArgument, -1, kNotInHeap, a.bytes, ch.stage_bytes);
-  // Peers read every input except non-roots' in a broadcast; TwoShot writes every output except
-  // non-roots' in a reduce.
-  if (in_off == kNotInHeap && c.st == Status::Ok &&
+  // TwoShot of the data-movement collectives pushes instead of pulling: every rank stores its own
+  // data into the peers' outputs (allgather, alltoall) or the root stores into every output
+  // (broadcast on two ranks). NVLink stores are posted, loads wait for their replies, so pushing
+  // moves more bytes per SM than pulling.
+  const bool push = twoshot && (a.kind == CollKind::AllGather || a.kind == CollKind::AllToAll ||
+                                (a.kind == CollKind::Broadcast && n == 2));
+  // Peers read every input except non-roots' in a broadcast (and none when pushing); TwoShot
+  // writes every output except non-roots' in a reduce.
+  if (in_off == kNotInHeap && c.st == Status::Ok && !push &&
       !(a.kind == CollKind::Broadcast && me != a.root))
     c.fail(Status::InvalidArgument, -1, kNotInHeap, 0, 0);
   if (twoshot && out_off == kNotInHeap && c.st == Status::Ok &&
@@ -316,9 +322,10 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
     c.fail(Status::InvalidArgument, -1, kNotInHeap, 0, 0);
 
   const std::size_t U = units_of(a.bytes);
-  // OneShot: this worker's share of all units; TwoShot: its share of chunk `me` (1/n of them).
+  // OneShot and pushes: this worker's share of all units; TwoShot reductions and the n > 2
+  // broadcast: its share of chunk `me` (1/n of them).
   std::size_t lo = 0, hi = U;
-  if (twoshot) {
+  if (twoshot && !push) {
     lo = part_begin(U, n, me);
     hi = part_begin(U, n, me + 1);
   }
@@ -382,6 +389,20 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
           }
         }
       }
+    } else if (push) {
+      // Allgather: this rank's input into block `me` of every output; alltoall: block m of the
+      // input into block `me` of member m's output; broadcast: the root's input into every output.
+      const bool a2a = a.kind == CollKind::AllToAll;
+      const bool bcast = a.kind == CollKind::Broadcast;
+      if (!bcast || me == a.root)
+        for (int k = 0; k < n; ++k) {
+          const int m = (me + k) % n;
+          char* o = peer_buf(m, 1);
+          if (!o) continue;
+          if (!bcast) o += static_cast<std::size_t>(me) * a.out_stride;
+          const char* src = a.in + (a2a ? static_cast<std::size_t>(m) * a.in_stride : 0);
+          if (o != src) copy_range(c.g, o, src, a.bytes, ub, ue);
+        }
     } else if (a.kind == CollKind::Broadcast) {
       const char* src = peer_buf(a.root, 0);
       if (src && twoshot) {  // fetch chunk `me` from the root once, store it into every output
@@ -768,9 +789,7 @@ GNIO_HD inline bool CollComm::supports(CollAlgo algo, const detail::CollArgs& a)
     case CollAlgo::Ring: return true;
     case CollAlgo::LL: return a.kind != CollKind::AllToAllV && a.bytes <= ch.ll_slot_bytes / 2;
     case CollAlgo::OneShot: return a.kind != CollKind::AllToAllV;
-    case CollAlgo::TwoShot:
-      return a.kind == CollKind::AllReduce || a.kind == CollKind::Broadcast ||
-             a.kind == CollKind::Reduce;
+    case CollAlgo::TwoShot: return a.kind != CollKind::AllToAllV && a.kind != CollKind::ReduceScatter;
   }
   return false;
 }
@@ -783,9 +802,8 @@ GNIO_HD inline CollAlgo CollComm::choose(const detail::CollArgs& a) const {
                         a.kind == CollKind::AllToAll;
   const std::uint64_t total = gathered ? a.bytes * n : a.bytes;
   if (total <= ll_max && supports(CollAlgo::LL, a)) return CollAlgo::LL;
-  if (a.kind == CollKind::AllReduce || a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce)
-    return total <= oneshot_max ? CollAlgo::OneShot : CollAlgo::TwoShot;
-  return CollAlgo::OneShot;
+  if (a.kind == CollKind::ReduceScatter) return CollAlgo::OneShot;
+  return total <= oneshot_max ? CollAlgo::OneShot : CollAlgo::TwoShot;
 }
 
 // ---------------------------------------------------------------------------------------------
