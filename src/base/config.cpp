@@ -102,9 +102,10 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_COLL_SCRATCH", ConfigType::Size, "8M",
      "symmetric scratch per collective channel: half LL packet slots (2 x node ranks), half ring "
      "pipes (node ranks x 16 blocks x depth)"},
-    {"GNIO_COLL_STAGING", ConfigType::Size, "16M",
+    {"GNIO_COLL_STAGING", ConfigType::Size, "0",
      "per collective channel, twice (input and output): symmetric staging of buffers outside the "
-     "heap for oneshot/twoshot; larger calls run in pieces of this size"},
+     "heap for oneshot/twoshot; larger calls run in pieces of this size; 0 = 64M on GPUs, 16M on "
+     "the host backend"},
     {"GNIO_COLL_PIPE_DEPTH", ConfigType::Int, "2",
      "ring pipes: messages in flight per peer and block (2..64)"},
     {"GNIO_COLL_LL_MAX", ConfigType::Size, "512K",
