@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command: installs what is missing, builds gnio with warnings as errors,
-# runs the whole test suite, then the ThreadSanitizer and AddressSanitizer+UBSan builds of the
-# host-backend suite. Exits non-zero on any failure. Logs go to build*/Testing.
+# runs the whole test suite, the libFuzzer targets briefly, then the ThreadSanitizer and
+# AddressSanitizer+UBSan builds of the host-backend suite. Exits non-zero on any failure. Logs go
+# to build*/Testing (fuzzers: build-fuzz/*.log).
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    the main build's tests only (no sanitizer builds)
 set -euo pipefail
@@ -36,7 +37,39 @@ else
       || failed+=("cuda-compile")
   fi
 fi
+run_fuzzers() {  # libFuzzer over every network decoder, FUZZ_SECONDS (default 20) each
+  echo "=== gnio tests: fuzz ($(date -u +%H:%M:%S), ${SECONDS}s into this script) ==="
+  if ! command -v clang++ >/dev/null; then
+    echo "gnio: clang++ missing, fuzzers skipped (scripts/setup-deps.sh installs it)"
+    failed+=("fuzz")
+    return
+  fi
+  local dir=$root/build-fuzz
+  mkdir -p "$dir"
+  if ! CXX=clang++ CC=clang cmake -S "$root" -B "$dir" -G Ninja -DGNIO_CUDA=OFF -DGNIO_FUZZ=ON \
+         -DGNIO_BUILD_EXAMPLES=OFF >"$dir/configure.log" 2>&1 ||
+     ! cmake --build "$dir" --target fuzz_wire fuzz_proxy_frame >"$dir/build.log" 2>&1; then
+    tail -30 "$dir/configure.log" "$dir/build.log" 2>/dev/null
+    failed+=("fuzz")
+    return
+  fi
+  local corpus
+  for target in fuzz_wire fuzz_proxy_frame; do
+    corpus=$dir/corpus-$target
+    mkdir -p "$corpus"
+    local dict=()
+    [ -f "$root/tests/fuzz/$target.dict" ] && dict=(-dict="$root/tests/fuzz/$target.dict")
+    if (cd "$dir" && "./tests/fuzz/$target" "${dict[@]}" -max_total_time="${FUZZ_SECONDS:-20}" \
+          -print_final_stats=1 "$corpus" >"$dir/$target.log" 2>&1); then
+      echo "  $target: $(grep -o 'Done [0-9]* runs' "$dir/$target.log"), no crash"
+    else
+      tail -40 "$dir/$target.log"
+      failed+=("fuzz:$target")
+    fi
+  done
+}
 if [ "$quick" = 0 ]; then
+  run_fuzzers
   "$root/scripts/build.sh" "$root/build-tsan" -DGNIO_SANITIZE=thread -DGNIO_WERROR=ON -DGNIO_BUILD_EXAMPLES=OFF
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_suite tsan "$root/build-tsan" -LE "gpu|nosan"
   "$root/scripts/build.sh" "$root/build-asan" -DGNIO_SANITIZE=address -DGNIO_WERROR=ON -DGNIO_BUILD_EXAMPLES=OFF

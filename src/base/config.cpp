@@ -62,6 +62,9 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_PROXY_SLOTS", ConfigType::Int, "256",
      "proxy command ring: descriptors in flight per communicator (a power of two, 2..65536); a "
      "device thread that finds it full waits for a credit"},
+    {"GNIO_NET_CUT_AFTER", ConfigType::Size, "0",
+     "fault injection for tests: the tcp transport cuts its connection to a peer (shutdown) in the "
+     "middle of the put data that takes the bytes sent to that peer past this many; 0 = off"},
     // symmetric memory
     {"GNIO_HEAP_SIZE", ConfigType::Size, "256M",
      "symmetric heap mapped at Comm creation, per rank"},

@@ -3,7 +3,8 @@
 // ordering (the receiver checks data as soon as it sees the signal), quiet completion (data is
 // at the target when quiet returns, with no other synchronisation), fence before a signal, and
 // the receiver's validation of every frame (a descriptor outside the heap is rejected and nothing
-// is written). Failure scenarios run in their own process pairs (see CMakeLists.txt).
+// is written), and a link cut in the middle of a put's data. Failure scenarios run in their own
+// process pairs (see CMakeLists.txt).
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -225,6 +226,55 @@ TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
     // backend (the only one the tcp transport runs on yet) the heap is host memory.
     std::vector<std::uint8_t> got(tail, tail + 60);
     EXPECT_EQ(got, poison);
+  }
+  EXPECT_TRUE(c.aborted());
+  c.bootstrap().barrier();
+  c.free_device(src);
+}
+
+/// The link breaks in the middle of a put's data (GNIO_NET_CUT_AFTER=1M, set by CMakeLists.txt):
+/// the sender's quiet and the receiver's wait for the signal both end with RemoteError well
+/// within the deadline, and the signal of the half-delivered put_signal is never set.
+TEST(NetFault, LinkCutMidTransfer) {
+  constexpr std::size_t kBytes = 4u << 20;  // past the 1 MiB cut
+  gnio::Comm& c = comm();
+  SymPtr<std::uint8_t> dst = c.alloc<std::uint8_t>(kBytes);
+  SymPtr<std::uint64_t> sig = c.alloc<std::uint64_t>(1);
+  auto* src = static_cast<std::uint8_t*>(c.alloc_device(kBytes));
+  std::vector<std::uint8_t> host(kBytes);
+  for (std::size_t i = 0; i < kBytes; ++i) host[i] = pattern_byte(0, i, 9);
+  gnio_test::to_device(src, host.data(), kBytes);
+  std::uint64_t zero = 0;
+  gnio_test::to_device(c.local(sig), &zero, 8);
+  c.bootstrap().barrier();
+  DeviceComm dc = c.device_comm();
+  const int me = c.rank();
+  const auto start = std::chrono::steady_clock::now();
+  gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
+    if (me == 0) {
+      dc.put_signal(dst, src, kBytes, sig, 1, SignalOp::Set, 1);
+      dc.quiet();
+    } else {
+      (void)dc.wait_signal(sig, Cmp::Eq, 1);
+    }
+  });
+  std::string msg;
+  try {
+    c.synchronize(stream());
+    ADD_FAILURE() << "expected RemoteError on rank " << me;
+  } catch (const gnio::Error& e) {
+    EXPECT_EQ(e.error_class(), gnio::ErrorClass::RemoteError) << e.what();
+    msg = e.what();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 8.0) << "GNIO_TIMEOUT is 10 s: the cut must be noticed, not timed out";
+  if (me == 0) {
+    EXPECT_NE(msg.find("cut"), std::string::npos) << msg;
+  } else {
+    EXPECT_NE(msg.find("rank 0"), std::string::npos) << msg;
+    // A plain read (host backend): the put_signal was not applied, so its signal is unset.
+    EXPECT_EQ(*c.local(sig), 0u);
   }
   EXPECT_TRUE(c.aborted());
   c.bootstrap().barrier();

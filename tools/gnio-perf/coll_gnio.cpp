@@ -60,8 +60,8 @@ struct CollOptions {
   std::vector<DataType> types;
   std::vector<RedOp> ops;
   std::string algo;  ///< --algo, handed to coll_set_algorithm; empty: GNIO_ALGO's (auto by default)
-  int inplace = 2;                     ///< --inplace: 0 out of place, 1 in place, 2 both
-  int root = 0;                        ///< --root
+  int inplace = 2;   ///< --inplace: 0 out of place, 1 in place, 2 both
+  int root = 0;      ///< --root
   bool check = true;                   ///< -c
   std::optional<std::uint32_t> graph;  ///< -G: calls per graph launch (0: eager)
   unsigned reps = 0;                   ///< --reps (0: default)

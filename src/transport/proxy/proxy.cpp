@@ -13,35 +13,9 @@
 #include "gnio/device/atomic.hpp"
 #include "gnio/device/device_comm.hpp"
 #include "gnio/log.hpp"
+#include "transport/proxy/proxy_frame.hpp"
 
 namespace gnio::proxy {
-namespace {
-
-constexpr std::uint32_t kFrameMagic = 0x474e5046;  // "GNPF"
-constexpr std::uint32_t kFrameAck = 16;  ///< count = operations of the receiver applied so far
-constexpr std::uint32_t kFrameBye = 17;  ///< the sender leaves; end of file follows
-
-/// Every message on a proxy connection: 64 bytes, followed by `bytes` of data for Put/PutSignal.
-struct Frame {
-  std::uint32_t magic;
-  std::uint32_t type;  ///< ProxyOp, kFrameAck or kFrameBye
-  std::uint64_t token;
-  std::uint64_t dst_offset;
-  std::uint64_t bytes;
-  std::uint64_t sig_offset;
-  std::uint64_t value;
-  std::uint32_t sig_op;
-  std::uint32_t pad;
-  std::uint64_t count;
-};
-static_assert(sizeof(Frame) == 64);
-
-/// True when [offset, offset + bytes) lies inside a heap of `heap` bytes (no overflow).
-bool inside(std::uint64_t offset, std::uint64_t bytes, std::uint64_t heap) {
-  return offset <= heap && bytes <= heap - offset;
-}
-
-}  // namespace
 
 Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
              char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, double timeout_s)
@@ -134,9 +108,28 @@ void Proxy::send_loop() {
   std::deque<bool> finished;                               // tickets done_base.. in order
   std::uint64_t next = 0, done_base = 0;
   unsigned idle = 0;
+  // Fault injection (GNIO_NET_CUT_AFTER): data bytes sent to each peer so far.
+  const std::uint64_t cut_after = config_size("GNIO_NET_CUT_AFTER");
+  std::vector<std::uint64_t> data_sent(size, 0);
   auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes) {
     int err = 0;
     const int fd = mesh_.fd(peer);
+    if (cut_after && data_sent[peer] + bytes > cut_after) {
+      // The frame and part of its data go out, then the link breaks: the receiver must report
+      // the loss and must not apply the operation.
+      const std::size_t part = static_cast<std::size_t>(cut_after - data_sent[peer]);
+      (void)bootstrap::send_all(fd, &f, sizeof(f), data, part, Deadline::after(timeout_s_), &err);
+      data_sent[peer] = cut_after;
+      // The failure is recorded before the socket goes down, so that this rank reports the cut
+      // rather than its receiver thread's view of it (the connection closing).
+      fail_transport(
+          format("rank %d: tcp transport: the link to rank %d was cut after %llu bytes "
+                 "of data (GNIO_NET_CUT_AFTER fault injection)",
+                 rank_, peer, static_cast<unsigned long long>(cut_after)));
+      ::shutdown(fd, SHUT_RDWR);
+      return false;
+    }
+    data_sent[peer] += bytes;
     if (bootstrap::send_all(fd, &f, sizeof(f), data, bytes, Deadline::after(timeout_s_), &err) !=
         bootstrap::IoStatus::Ok) {
       if (!stop_.load(std::memory_order_acquire))
@@ -260,23 +253,15 @@ bool Proxy::receive_frame(int peer) {
     ::shutdown(fd, SHUT_RDWR);
     return false;
   };
-  if (f.magic != kFrameMagic || f.token != token_) return reject("wrong magic or job token");
-  const std::uint64_t heap = heap_bytes_.load(std::memory_order_acquire);
-  switch (f.type) {
-    case kFrameBye: said_bye_[peer].store(true); return false;
-    case kFrameAck: peer_acked_[peer].store(f.count, std::memory_order_release); return true;
-    case static_cast<std::uint32_t>(ProxyOp::Put):
-    case static_cast<std::uint32_t>(ProxyOp::PutSignal):
-    case static_cast<std::uint32_t>(ProxyOp::Signal): break;
-    default: return reject("unknown frame type");
+  const FrameVerdict v = check_frame(f, token_, heap_bytes_.load(std::memory_order_acquire));
+  switch (v.kind) {
+    case FrameKind::Invalid: return reject(v.why);
+    case FrameKind::Bye: said_bye_[peer].store(true); return false;
+    case FrameKind::Ack: peer_acked_[peer].store(f.count, std::memory_order_release); return true;
+    default: break;
   }
-  const bool data = f.type != static_cast<std::uint32_t>(ProxyOp::Signal);
-  const bool sig = f.type != static_cast<std::uint32_t>(ProxyOp::Put);
-  if (data && !inside(f.dst_offset, f.bytes, heap)) return reject("data range outside the heap");
-  if (sig && (!inside(f.sig_offset, sizeof(std::uint64_t), heap) || f.sig_offset % 8 != 0))
-    return reject("signal word outside the heap or not 8-byte aligned");
-  if (sig && f.sig_op > static_cast<std::uint32_t>(SignalOp::Add))
-    return reject("unknown signal op");
+  const bool data = v.has_data();
+  const bool sig = v.has_signal();
   if (data && f.bytes > 0 &&
       bootstrap::recv_all(fd, heap_base_ + f.dst_offset, f.bytes, deadline, &err) !=
           bootstrap::IoStatus::Ok) {

@@ -789,7 +789,8 @@ GNIO_HD inline bool CollComm::supports(CollAlgo algo, const detail::CollArgs& a)
     case CollAlgo::Ring: return true;
     case CollAlgo::LL: return a.kind != CollKind::AllToAllV && a.bytes <= ch.ll_slot_bytes / 2;
     case CollAlgo::OneShot: return a.kind != CollKind::AllToAllV;
-    case CollAlgo::TwoShot: return a.kind != CollKind::AllToAllV && a.kind != CollKind::ReduceScatter;
+    case CollAlgo::TwoShot:
+      return a.kind != CollKind::AllToAllV && a.kind != CollKind::ReduceScatter;
   }
   return false;
 }

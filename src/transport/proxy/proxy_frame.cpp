@@ -1,0 +1,38 @@
+#include "transport/proxy/proxy_frame.hpp"
+
+#include "gnio/device/device_comm.hpp"  // SignalOp
+#include "gnio/device/proxy_ring.hpp"
+
+namespace gnio::proxy {
+
+bool inside_heap(std::uint64_t offset, std::uint64_t bytes, std::uint64_t heap) {
+  return offset <= heap && bytes <= heap - offset;
+}
+
+FrameVerdict check_frame(const Frame& f, std::uint64_t token, std::uint64_t heap_bytes) {
+  FrameVerdict v;
+  auto refuse = [&](const char* why) {
+    v.kind = FrameKind::Invalid;
+    v.why = why;
+    return v;
+  };
+  if (f.magic != kFrameMagic || f.token != token) return refuse("wrong magic or job token");
+  switch (f.type) {
+    case kFrameBye: v.kind = FrameKind::Bye; return v;
+    case kFrameAck: v.kind = FrameKind::Ack; return v;
+    case static_cast<std::uint32_t>(ProxyOp::Put): v.kind = FrameKind::Put; break;
+    case static_cast<std::uint32_t>(ProxyOp::PutSignal): v.kind = FrameKind::PutSignal; break;
+    case static_cast<std::uint32_t>(ProxyOp::Signal): v.kind = FrameKind::Signal; break;
+    default: return refuse("unknown frame type");
+  }
+  if (v.has_data() && !inside_heap(f.dst_offset, f.bytes, heap_bytes))
+    return refuse("data range outside the heap");
+  if (v.has_signal() &&
+      (!inside_heap(f.sig_offset, sizeof(std::uint64_t), heap_bytes) || f.sig_offset % 8 != 0))
+    return refuse("signal word outside the heap or not 8-byte aligned");
+  if (v.has_signal() && f.sig_op > static_cast<std::uint32_t>(SignalOp::Add))
+    return refuse("unknown signal op");
+  return v;
+}
+
+}  // namespace gnio::proxy

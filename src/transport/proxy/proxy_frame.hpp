@@ -1,0 +1,53 @@
+// The proxy transport's wire format: one fixed 64-byte frame per message, followed by the data
+// of a put. The receiver checks every frame against the job token and its own heap before it
+// writes a byte; the checks live here, apart from the sockets, so that a fuzzer can reach them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gnio::proxy {
+
+inline constexpr std::uint32_t kFrameMagic = 0x474e5046;  // "GNPF"
+/// Frame types beyond the ProxyOp values (Put, PutSignal, Signal).
+inline constexpr std::uint32_t kFrameAck = 16;  ///< count = operations of the receiver applied
+inline constexpr std::uint32_t kFrameBye = 17;  ///< the sender leaves; end of file follows
+inline constexpr std::size_t kFrameBytes = 64;
+
+/// Every message on a proxy connection, in the sender's byte order (both ends run the same build
+/// on the same architecture; the magic catches anything else).
+struct Frame {
+  std::uint32_t magic;
+  std::uint32_t type;  ///< ProxyOp, kFrameAck or kFrameBye
+  std::uint64_t token;
+  std::uint64_t dst_offset;
+  std::uint64_t bytes;
+  std::uint64_t sig_offset;
+  std::uint64_t value;
+  std::uint32_t sig_op;
+  std::uint32_t pad;
+  std::uint64_t count;
+};
+static_assert(sizeof(Frame) == kFrameBytes);
+
+/// What a received frame asks for, once checked.
+enum class FrameKind { Invalid, Put, PutSignal, Signal, Ack, Bye };
+
+struct FrameVerdict {
+  FrameKind kind = FrameKind::Invalid;
+  const char* why = nullptr;  ///< why the frame is refused (kind Invalid); static text
+  /// True for Put and PutSignal: `bytes` of data follow, for [dst_offset, dst_offset + bytes).
+  bool has_data() const { return kind == FrameKind::Put || kind == FrameKind::PutSignal; }
+  /// True for PutSignal and Signal: the 8-byte word at sig_offset gets `value`.
+  bool has_signal() const { return kind == FrameKind::PutSignal || kind == FrameKind::Signal; }
+};
+
+/// Checks a frame received from a peer of job `token` against this rank's heap of `heap_bytes`:
+/// magic and token, a known type, data and signal ranges inside the heap (no overflow), the
+/// signal word 8-byte aligned, a known signal op. Anything else is Invalid with the reason.
+FrameVerdict check_frame(const Frame& f, std::uint64_t token, std::uint64_t heap_bytes);
+
+/// True when [offset, offset + bytes) lies inside a heap of `heap` bytes (no overflow).
+bool inside_heap(std::uint64_t offset, std::uint64_t bytes, std::uint64_t heap);
+
+}  // namespace gnio::proxy
