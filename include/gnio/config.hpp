@@ -1,8 +1,11 @@
 // The table of every GNIO_* environment variable: one place that both parsing and gnio-info use.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace gnio {
 
@@ -38,6 +41,12 @@ long long config_int(const char* name);
 unsigned long long config_size(const char* name);
 double config_seconds(const char* name);
 bool config_bool(const char* name);
+
+/// Parses a byte count as every gnio size setting and tool option takes it: decimal digits, then
+/// optionally K, M, G or T (powers of 1024, either case), an `i` after that suffix and a final
+/// `B` (8, 64K, 64KiB, 1M, 2G, 4096B). nullopt for anything else: empty, a sign, other characters,
+/// or a value that does not fit 64 bits.
+std::optional<std::uint64_t> parse_byte_count(std::string_view text) noexcept;
 
 /// Name of a ConfigType as gnio-info prints it.
 const char* to_string(ConfigType t) noexcept;

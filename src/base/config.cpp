@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "base/fail.hpp"
@@ -190,43 +191,41 @@ long long config_int(const char* name) {
   return v;
 }
 
-unsigned long long config_size(const char* name) {
-  std::string t = config_text(name);
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(t.c_str(), &end, 10);
-  if (t.empty() || errno || t[0] == '-')
-    bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
-  unsigned shift = 0;
-  switch (*end) {
-    case '\0': break;
-    case 'k':
-    case 'K':
-      shift = 10;
-      ++end;
-      break;
-    case 'm':
-    case 'M':
-      shift = 20;
-      ++end;
-      break;
-    case 'g':
-    case 'G':
-      shift = 30;
-      ++end;
-      break;
-    case 't':
-    case 'T':
-      shift = 40;
-      ++end;
-      break;
-    default: bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
+std::optional<std::uint64_t> parse_byte_count(std::string_view text) noexcept {
+  std::size_t i = 0;
+  std::uint64_t v = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    const std::uint64_t digit = static_cast<std::uint64_t>(text[i] - '0');
+    if (v > (~std::uint64_t{0} - digit) / 10) return std::nullopt;
+    v = v * 10 + digit;
   }
-  if ((*end == 'i' || *end == 'I') && shift) ++end;
-  if ((*end == 'b' || *end == 'B') && shift) ++end;
-  if (*end || (shift && v > (~0ull >> shift)))
-    bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
+  if (i == 0) return std::nullopt;
+  unsigned shift = 0;
+  if (i < text.size()) {
+    switch (text[i]) {
+      case 'k':
+      case 'K': shift = 10; break;
+      case 'm':
+      case 'M': shift = 20; break;
+      case 'g':
+      case 'G': shift = 30; break;
+      case 't':
+      case 'T': shift = 40; break;
+      default: break;
+    }
+    if (shift) ++i;
+  }
+  if (shift && i < text.size() && (text[i] == 'i' || text[i] == 'I')) ++i;
+  if (i < text.size() && (text[i] == 'b' || text[i] == 'B')) ++i;
+  if (i != text.size() || (shift && v > (~std::uint64_t{0} >> shift))) return std::nullopt;
   return v << shift;
+}
+
+unsigned long long config_size(const char* name) {
+  const std::string t = config_text(name);
+  const std::optional<std::uint64_t> v = parse_byte_count(t);
+  if (!v) bad_value(name, t, "a byte count like 4096, 64K, 256M, 2G");
+  return *v;
 }
 
 double config_seconds(const char* name) {

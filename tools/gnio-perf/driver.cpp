@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
 
+#include "gnio/config.hpp"
 #include "gnio/error.hpp"
 
 namespace gnio::perf {
@@ -68,42 +70,11 @@ std::string ArgReader::value(const std::string& option) {
 }
 
 std::uint64_t parse_size(const std::string& text, const char* what) {
-  const char* s = text.c_str();
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  if (text.empty() || end == s || errno || text[0] == '-')
+  // The library's parser, so that -b/-e take exactly what GNIO_*_SIZE variables take.
+  const std::optional<std::uint64_t> v = parse_byte_count(text);
+  if (!v)
     throw UsageError{std::string(what) + " '" + text + "' is not a byte count like 8, 64K, 1M, 1G"};
-  unsigned shift = 0;
-  switch (*end) {
-    case '\0': break;
-    case 'k':
-    case 'K':
-      shift = 10;
-      ++end;
-      break;
-    case 'm':
-    case 'M':
-      shift = 20;
-      ++end;
-      break;
-    case 'g':
-    case 'G':
-      shift = 30;
-      ++end;
-      break;
-    case 't':
-    case 'T':
-      shift = 40;
-      ++end;
-      break;
-    default: break;
-  }
-  if (shift && (*end == 'i' || *end == 'I')) ++end;
-  if (*end == 'b' || *end == 'B') ++end;
-  if (*end || (shift && v > (~0ull >> shift)))
-    throw UsageError{std::string(what) + " '" + text + "' is not a byte count like 8, 64K, 1M, 1G"};
-  return static_cast<std::uint64_t>(v) << shift;
+  return *v;
 }
 
 std::uint64_t parse_count(const std::string& text, const char* what, std::uint64_t max) {
