@@ -33,17 +33,22 @@ inline double seconds_since(Clock::time_point start) {
 class Job {
  public:
   /// Starts `gnio_run args...` with the test's environment less the variables gnio-run reads or
-  /// sets, plus `env` ("NAME=value"); stdin is /dev/null.
+  /// sets, plus `env` ("NAME=value", replacing an inherited value); stdin is /dev/null.
   Job(const std::string& gnio_run, const std::vector<std::string>& args,
       const std::vector<std::string>& env = {}) {
     std::vector<std::string> argv_strings = {gnio_run};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<std::string> env_strings;
+    auto set_here = [&](const std::string& name) {
+      for (const std::string& v : env)
+        if (v.compare(0, name.size() + 1, name + "=") == 0) return true;
+      return false;
+    };
     for (char** e = environ; *e; ++e) {
       std::string entry = *e;
       std::string name = entry.substr(0, entry.find('='));
       if (name == "GNIO_NODE_ID" || name == "GNIO_JOB_TOKEN" || name == "GNIO_RUN_PREFIX" ||
-          name == "RANK" || name == "WORLD_SIZE" || name == "MASTER_PORT")
+          name == "RANK" || name == "WORLD_SIZE" || name == "MASTER_PORT" || set_here(name))
         continue;
       env_strings.push_back(entry);
     }
