@@ -22,23 +22,23 @@ void require(bool cond) {
   if (!cond) std::abort();
 }
 
+/// A decoded fixed-size record must encode back to exactly the N bytes it was decoded from
+/// (decoders accept only canonical encodings).
+template <std::size_t N, class Value, class Encode>
+void require_reencodes(const Value& value, Encode encode, const std::uint8_t* data) {
+  unsigned char again[N];
+  encode(value, again);
+  require(std::memcmp(again, data, N) == 0);
+}
+
 void decoders(const std::uint8_t* data, std::size_t size) {
-  if (auto h = decode_hello(data, size)) {
-    unsigned char again[kHelloBytes];
-    encode_hello(*h, again);
-    require(std::memcmp(again, data, kHelloBytes) == 0);
-  }
+  if (auto h = decode_hello(data, size)) require_reencodes<kHelloBytes>(*h, encode_hello, data);
   if (auto f = decode_frame_header(data, size, 1u << 20)) {
     require(f->length <= (1u << 20));
-    unsigned char again[kFrameHeaderBytes];
-    encode_frame_header(*f, again);
-    require(std::memcmp(again, data, kFrameHeaderBytes) == 0);
+    require_reencodes<kFrameHeaderBytes>(*f, encode_frame_header, data);
   }
-  if (auto r = decode_rank_record(data, size)) {
-    unsigned char again[kRankRecordBytes];
-    encode_rank_record(*r, again);
-    require(std::memcmp(again, data, kRankRecordBytes) == 0);
-  }
+  if (auto r = decode_rank_record(data, size))
+    require_reencodes<kRankRecordBytes>(*r, encode_rank_record, data);
   if (size > 0) {
     std::int32_t count = data[0] % 4 + 1;
     if (auto t = decode_table(data + 1, size - 1, count)) {
@@ -51,16 +51,10 @@ void decoders(const std::uint8_t* data, std::size_t size) {
     require(e->error_class < 6 && e->message.size() == size - 4);
     for (char c : e->message) require(c >= 0x20 && c < 0x7f);
   }
-  if (auto u = decode_unique_id(data, size)) {
-    unsigned char again[kUniqueIdBytes];
-    encode_unique_id(*u, again);
-    require(std::memcmp(again, data, kUniqueIdBytes) == 0);
-  }
-  if (auto m = decode_fd_message(data, size)) {
-    unsigned char again[kFdMessageBytes];
-    encode_fd_message(*m, again);
-    require(std::memcmp(again, data, kFdMessageBytes) == 0);
-  }
+  if (auto u = decode_unique_id(data, size))
+    require_reencodes<kUniqueIdBytes>(*u, encode_unique_id, data);
+  if (auto m = decode_fd_message(data, size))
+    require_reencodes<kFdMessageBytes>(*m, encode_fd_message, data);
   std::string_view text(reinterpret_cast<const char*>(data), size);
   if (auto bytes = hex_decode(text)) {
     require(bytes->size() * 2 == size);
