@@ -341,6 +341,12 @@ bool gathered_in(CollKind k) {
 bool gathered_out(CollKind k) {
   return k == CollKind::AllGather || k == CollKind::AllToAll;
 }
+/// True when TwoShot of collective k on n ranks pushes (stores into the peers' outputs, reads no
+/// peer's input) rather than reduce-scatter + allgather: allgather, alltoall and the 2-rank
+/// broadcast. The same rule as direct_exec's in gnio/device/impl/coll_impl.hpp.
+bool twoshot_pushes(CollKind k, int n) {
+  return gathered_out(k) || (k == CollKind::Broadcast && n == 2);
+}
 
 /// Largest byte count a call may describe (keeps every unit computation far from overflow).
 constexpr std::size_t kMaxBytes = std::size_t{1} << 50;
@@ -644,9 +650,8 @@ LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, const CollA
       case CollAlgo::TwoShot: {
         // Reductions and the n > 2 broadcast work on 1/n of the data per rank; pushes on all of
         // this rank's own data.
-        const bool push = a.kind == CollKind::AllGather || a.kind == CollKind::AllToAll ||
-                          (a.kind == CollKind::Broadcast && n == 2);
-        const std::size_t mine = push ? units_of(a.bytes) : work / static_cast<std::size_t>(n);
+        const std::size_t mine =
+            twoshot_pushes(a.kind, n) ? units_of(a.bytes) : work / static_cast<std::size_t>(n);
         d.grid = clamp((mine + 4 * d.block - 1) / (4 * d.block), kDirectBlocks);
         break;
       }
@@ -743,10 +748,7 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
   const bool direct = algo == CollAlgo::OneShot || algo == CollAlgo::TwoShot;
   std::size_t cap = r.count;
   if (algo == CollAlgo::LL) cap = ch.ll_slot_bytes / 2 / es;
-  // TwoShot pushes (allgather, alltoall, two-rank broadcast) write into the peers' outputs and
-  // read no peer's input.
-  const bool push = algo == CollAlgo::TwoShot &&
-                    (gathered_out(r.kind) || (r.kind == CollKind::Broadcast && n == 2));
+  const bool push = algo == CollAlgo::TwoShot && twoshot_pushes(r.kind, n);
   const bool gathered_stage = gathered_in(r.kind) || (push && gathered_out(r.kind));
   if (direct) cap = ch.stage_bytes / es / (gathered_stage ? static_cast<std::size_t>(n) : 1);
   cap = std::max<std::size_t>(cap / (kUnit / es) * (kUnit / es), kUnit / es);  // whole units
