@@ -44,17 +44,17 @@ run_fuzzers() {  # libFuzzer over every network decoder, FUZZ_SECONDS (default 2
     failed+=("fuzz")
     return
   fi
-  local dir=$root/build-fuzz
+  local dir=$root/build-fuzz targets=(fuzz_wire fuzz_proxy_frame)
   mkdir -p "$dir"
   if ! CXX=clang++ CC=clang cmake -S "$root" -B "$dir" -G Ninja -DGNIO_CUDA=OFF -DGNIO_FUZZ=ON \
          -DGNIO_BUILD_EXAMPLES=OFF >"$dir/configure.log" 2>&1 ||
-     ! cmake --build "$dir" --target fuzz_wire fuzz_proxy_frame >"$dir/build.log" 2>&1; then
+     ! cmake --build "$dir" --target "${targets[@]}" >"$dir/build.log" 2>&1; then
     tail -30 "$dir/configure.log" "$dir/build.log" 2>/dev/null
     failed+=("fuzz")
     return
   fi
   local corpus
-  for target in fuzz_wire fuzz_proxy_frame; do
+  for target in "${targets[@]}"; do
     corpus=$dir/corpus-$target
     mkdir -p "$corpus"
     local dict=()
