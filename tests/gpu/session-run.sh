@@ -16,8 +16,13 @@
 #   rma        bench/run-rma.sh: one-sided operations vs NVSHMEM
 #   probe      raw peer-to-peer probe (link floor)
 #   quick      gnio-perf rma --quick and coll --quick (the README's first command's job)
+#   coll-kernel gnio-perf coll-kernel: allreduce inside a running kernel, every algorithm
+#   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
+#              and on 4 ranks (two per GPU)
 #   sanitize   compute-sanitizer memcheck on the functional suites
 #   racecheck  compute-sanitizer racecheck and synccheck on the RMA and collective device tests
+#   sanitize-coll memcheck, racecheck and synccheck on the whole collective suite (each capped at
+#              SANITIZE_COLL_S seconds, default 180)
 #
 # Each step's output: ${OUT:-./out}/r/STEP.log; one status line per step in r/steps.txt (also
 # printed); r/ is packed into ${OUT}/all.tgz every 20 s and at the end, so a call cut short still
@@ -93,6 +98,17 @@ run_step() {
     probe) [ -x "$B/bench/tools/gnio-p2p-probe" ] && step probe "$B/bench/tools/gnio-p2p-probe" ;;
     quick)
       step quick bash -c "$R -n 2 -- $P rma --quick && $R -n 2 -- $P coll --quick --vs-nccl" ;;
+    coll-kernel)
+      mkdir -p "$r/coll-kernel"
+      for algo in auto ll oneshot twoshot; do
+        step "coll-kernel-$algo" "$R" -n 2 -- "$P" coll-kernel -b 8 -e 64K --algo "$algo" \
+          --json "$r/coll-kernel/coll-kernel-$algo.json"
+      done ;;
+    soak-long)
+      for n in 2 4; do
+        step "soak-long-$n" env GNIO_SOAK_RMA_OPS=100000 GNIO_SOAK_COLLS=10000 GNIO_HEAP_SIZE=64M \
+          GNIO_TIMEOUT=60 GNIO_BACKEND=cuda timeout 240 "$R" -n $n -- "$B/tests/soak/soak_test_2_gpu"
+      done ;;
     sanitize)
       step sanitize compute-sanitizer --tool memcheck --target-processes all --error-exitcode 86 \
         ctest --test-dir "$B" -L gpu -LE gpu_fault --output-on-failure -R "$sanitize_tests" ;;
@@ -102,11 +118,18 @@ run_step() {
           ctest --test-dir "$B" -L gpu -LE gpu_fault --output-on-failure \
           -R '^(rma_test_2_gpu|coll_types_test_gpu)$'
       done ;;
+    sanitize-coll)
+      for tool in memcheck racecheck synccheck; do
+        step "coll-$tool" timeout "${SANITIZE_COLL_S:-180}" compute-sanitizer --tool "$tool" \
+          --target-processes all --error-exitcode 86 ctest --test-dir "$B" -L gpu -LE gpu_fault \
+          --output-on-failure -R '^(coll_test_2_gpu|coll_algo_.*_gpu)$'
+      done ;;
     *) echo "session-run.sh: unknown step '$1'" >&2; return 2 ;;
   esac
 }
 
-[ $# -gt 0 ] || set -- build suite examples init coll rma probe quick sanitize racecheck
+[ $# -gt 0 ] || set -- build suite examples init coll rma probe quick coll-kernel soak-long sanitize \
+  racecheck sanitize-coll
 for s in "$@"; do run_step "$s"; done
 echo "== steps =="
 cat "$r/steps.txt"

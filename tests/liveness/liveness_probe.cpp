@@ -5,14 +5,19 @@
 // The victim rank dies (SIGKILL, or SIGSTOP for "stop") while the others are inside the operation
 // the scenario names: "wait" (a device wait_signal inside a kernel), "sync" (a device team sync),
 // "barrier" (a bootstrap barrier), "alloc" (a collective allocation), "stop" (the victim is
-// stopped, not killed: only the missing heartbeats tell), "allreduce" (a host collective, when
-// built with collectives). Each survivor prints one line
+// stopped, not killed: only the missing heartbeats tell), "rma" (every rank, the victim
+// included, runs a kernel passing put_signals around the ring; the victim dies with its kernel
+// mid-stream), and, when built with collectives, "allreduce" (the victim never joins a host
+// allreduce) and "allreduce_running" (every rank streams allreduces; the victim dies with
+// its calls in flight). Each survivor prints one line
 //
-//   LIVENESS rank=R class=C detect_s=T teardown_s=D status=S failed_rank=F later=L
+//   LIVENESS rank=R class=C detect_s=T teardown_s=D status=S failed_rank=F progress=P later=L
 //
 // with the error class it got, how long after the victim's death it came, how long the Comm's
-// teardown took, the device status and failed_rank() the kernel saw ("-" when none ran), and
-// whether every later call threw RemoteError (L=1); the driver checks them. "orderly" kills
+// teardown took, the device status and failed_rank() the kernel saw ("-" when none ran), how
+// much work completed before the failure in the scenarios that stream it (ring rounds or
+// allreduces; "-" in the others), and whether every later call threw RemoteError (L=1); the
+// driver checks them. "orderly" kills
 // nobody: every rank prints "LIVENESS rank=R orderly ok=1" when it saw no failure.
 //
 // Survivors ignore SIGTERM: gnio-run stops the job when the victim dies, and the survivors must
@@ -47,6 +52,35 @@ double since(Clock::time_point t) {
 // How long the victim waits after the last common step before it dies, so the survivors are
 // already inside the operation.
 constexpr double kVictimDelay_s = 0.5;
+
+/// Bytes each put of the "rma" scenario carries.
+constexpr std::size_t kRmaBytes = 4096;
+
+/// Elements of the allreduces of the "allreduce" scenarios.
+constexpr std::size_t kAllreduceCount = 1 << 16;
+
+/// The "rma" scenario's kernel: put_signals around the ring until a wait fails (the victim's
+/// death ends it; GNIO_TIMEOUT bounds it otherwise). Writes the failing status, failed_rank() and
+/// the rounds completed.
+struct RingOfPutSignals {
+  gnio::DeviceComm dc;
+  gnio::SymPtr<char> data;
+  gnio::SymPtr<std::uint64_t> arrived;
+  std::uint32_t* result;
+  GNIO_HD void operator()() const {
+    const int next = (dc.rank() + 1) % dc.size();
+    gnio::Status st = gnio::Status::Ok;
+    std::uint32_t rounds = 0;
+    for (; st == gnio::Status::Ok; ++rounds) {
+      dc.put_signal(data + kRmaBytes, dc.local(data), kRmaBytes, arrived, 1, gnio::SignalOp::Add,
+                    next);
+      st = dc.wait_signal(arrived, gnio::Cmp::Ge, rounds + 1);
+    }
+    result[0] = static_cast<std::uint32_t>(st);
+    result[1] = static_cast<std::uint32_t>(dc.failed_rank());
+    result[2] = rounds - 1;
+  }
+};
 
 // Every call after the loss must throw RemoteError.
 bool later_calls_fail(gnio::Comm& c) {
@@ -87,15 +121,17 @@ int main(int argc, char** argv) {
     std::vector<int> pids(c.size());
     pids[rank] = static_cast<int>(::getpid());
     c.bootstrap().allgather(pids.data(), sizeof(int));
-    gnio::SymPtr<std::uint64_t> sig = c.alloc<std::uint64_t>(1);
-    auto* result = static_cast<std::uint32_t*>(c.alloc_device(2 * sizeof(std::uint32_t)));
-    const std::uint32_t init[2] = {0xffffffffu, 0xffffffffu};
-    const std::uint64_t zero = 0;
-    c.copy(c.local(sig), &zero, sizeof(zero), *stream);
+    gnio::SymPtr<std::uint64_t> sig = c.alloc<std::uint64_t>(2);  // [0] never set, [1] "rma"
+    gnio::SymPtr<char> rma_data = c.alloc<char>(2 * kRmaBytes);
+    // The kernel's status, failed_rank() and progress.
+    auto* result = static_cast<std::uint32_t*>(c.alloc_device(3 * sizeof(std::uint32_t)));
+    const std::uint32_t init[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu};
+    const std::uint64_t zero[2] = {0, 0};
+    c.copy(c.local(sig), zero, sizeof(zero), *stream);
     c.copy(result, init, sizeof(init), *stream);
     c.synchronize(*stream);
 #ifdef GNIO_LIVENESS_COLL
-    const std::size_t count = 4096;
+    const std::size_t count = kAllreduceCount;
     auto* send = static_cast<float*>(c.alloc_device(count * sizeof(float)));
     auto* recv = static_cast<float*>(c.alloc_device(count * sizeof(float)));
     std::vector<float> ones(count, static_cast<float>(rank + 1));
@@ -119,8 +155,26 @@ int main(int argc, char** argv) {
       return ok ? 0 : 1;
     }
 
+    gnio::DeviceComm dc = c.device_comm();
     if (dies) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(kVictimDelay_s));
+      // Scenarios in which the victim dies with its own work in flight start that work first.
+      if (scenario == "rma") {
+        gnio::launch(*stream, {.grid = 1, .block = 1},
+                     RingOfPutSignals{dc, rma_data, sig + 1, result});
+        std::this_thread::sleep_for(std::chrono::duration<double>(kVictimDelay_s));
+#ifdef GNIO_LIVENESS_COLL
+      } else if (scenario == "allreduce_running") {
+        const Clock::time_point begin = Clock::now();
+        while (since(begin) < kVictimDelay_s) {
+          gnio::allreduce(c, send, recv, count, gnio::DataType::F32, gnio::RedOp::Sum, *stream);
+          c.synchronize(*stream);
+        }
+        for (int i = 0; i < 8; ++i)
+          gnio::allreduce(c, send, recv, count, gnio::DataType::F32, gnio::RedOp::Sum, *stream);
+#endif
+      } else {
+        std::this_thread::sleep_for(std::chrono::duration<double>(kVictimDelay_s));
+      }
       std::fflush(nullptr);
       ::raise(scenario == "stop" ? SIGSTOP : SIGKILL);
       std::this_thread::sleep_for(std::chrono::seconds(600));  // a stopped victim never gets here
@@ -130,8 +184,8 @@ int main(int argc, char** argv) {
     const Clock::time_point start = Clock::now();
     std::string cls = "none", message;
     bool kernel = false;
+    long progress = -1;  // completed allreduces ("allreduce_running")
     try {
-      gnio::DeviceComm dc = c.device_comm();
       if (scenario == "wait" || scenario == "stop") {
         kernel = true;
         gnio::launch(*stream, {.grid = 1, .block = 1}, [=] GNIO_HD() {
@@ -146,6 +200,11 @@ int main(int argc, char** argv) {
           result[1] = static_cast<std::uint32_t>(dc.failed_rank());
         });
         c.synchronize(*stream);
+      } else if (scenario == "rma") {
+        kernel = true;
+        gnio::launch(*stream, {.grid = 1, .block = 1},
+                     RingOfPutSignals{dc, rma_data, sig + 1, result});
+        c.synchronize(*stream);
       } else if (scenario == "barrier") {
         c.bootstrap().barrier();
       } else if (scenario == "alloc") {
@@ -155,6 +214,13 @@ int main(int argc, char** argv) {
         // The victim never joins: the survivors' kernels wait for its data.
         gnio::allreduce(c, send, recv, count, gnio::DataType::F32, gnio::RedOp::Sum, *stream);
         c.synchronize(*stream);
+      } else if (scenario == "allreduce_running") {
+        // Until the victim's death stops them (bounded: the loop gives up after a minute).
+        const Clock::time_point begin = Clock::now();
+        for (progress = 0; since(begin) < 60; ++progress) {
+          gnio::allreduce(c, send, recv, count, gnio::DataType::F32, gnio::RedOp::Sum, *stream);
+          c.synchronize(*stream);
+        }
 #endif
       } else {
         std::fprintf(stderr, "liveness_probe: unknown scenario '%s'\n", scenario.c_str());
@@ -167,7 +233,7 @@ int main(int argc, char** argv) {
     const double detect = since(start) - kVictimDelay_s;
     // The kernel ends once its wait saw the abort word; its results are then readable.
     stream->synchronize();
-    std::uint32_t seen[2] = {0xffffffffu, 0xffffffffu};
+    std::uint32_t seen[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu};
     if (kernel) {
       c.copy(seen, result, sizeof(seen), *stream);
       stream->synchronize();
@@ -184,11 +250,13 @@ int main(int argc, char** argv) {
     comm.reset();
     std::string status = kernel ? std::to_string(seen[0]) : "-";
     std::string failed = kernel ? std::to_string(static_cast<int>(seen[1])) : "-";
+    if (scenario == "rma") progress = seen[2];
+    const std::string done = progress >= 0 ? std::to_string(progress) : "-";
     std::printf(
         "LIVENESS rank=%d class=%s detect_s=%.3f teardown_s=%.3f status=%s failed_rank=%s "
-        "later=%d message=%s\n",
-        rank, cls.c_str(), detect, since(teardown), status.c_str(), failed.c_str(), later ? 1 : 0,
-        message.c_str());
+        "progress=%s later=%d message=%s\n",
+        rank, cls.c_str(), detect, since(teardown), status.c_str(), failed.c_str(), done.c_str(),
+        later ? 1 : 0, message.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "liveness_probe: rank %d: %s\n", rank, e.what());

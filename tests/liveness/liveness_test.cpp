@@ -1,15 +1,21 @@
 // Peer-failure detection seen from outside the job: liveness_test runs gnio-run on
 // liveness_probe (see its header for the scenarios) and checks that
 //  * when one rank is SIGKILLed inside a device wait, a team sync, a bootstrap barrier, an
-//    allocation (or an allreduce), every survivor gets RemoteError naming that rank within a few
-//    seconds although GNIO_TIMEOUT is 30 s (so the liveness watcher, not a wait's deadline, told
-//    it), the kernel's wait returned Status::RemoteError with failed_rank() = the victim, every
-//    later call throws RemoteError, teardown is bounded, and the survivors exit 0;
+//    allocation, a stream of put_signals (or an allreduce, or a stream of them), every survivor
+//    gets RemoteError naming that rank within a few seconds although GNIO_TIMEOUT is 30 s (so the
+//    liveness watcher, not a wait's deadline, told it), the kernel's wait returned
+//    Status::RemoteError with failed_rank() = the victim, every later call throws RemoteError,
+//    teardown is bounded, and the survivors exit 0;
 //  * a stopped (not killed) rank is found by its missing heartbeats;
 //  * gnio-run's exit status is 137 and its message names the killed rank;
 //  * an orderly teardown of 2, 3 and 4 ranks reports nothing.
+// The ranks run on the backend this test is given (GNIO_BACKEND: the host variant in CI,
+// liveness_test_gpu on the GPU machine, where a scenario's ranks are capped at the 2 GPUs, one
+// rank per GPU).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <regex>
 #include <string>
@@ -50,16 +56,33 @@ struct Scenario {
   const char* name;
   int ranks;
   int victim;
-  bool kernel;    // the survivors wait inside a kernel
-  double detect;  // bound on detection after the victim's death, seconds
+  bool kernel;           // the survivors wait inside a kernel
+  double detect;         // bound on detection after the victim's death, seconds
+  bool streams = false;  // the survivors stream work that must have progressed before the death
 };
 
-// GNIO_TIMEOUT=30: a report within a few seconds cannot be a wait's deadline.
-const std::vector<std::string> kEnv = {"GNIO_BACKEND=host", "GNIO_TIMEOUT=30",
-                                       "GNIO_BOOTSTRAP_TIMEOUT=30", "GNIO_HEAP_SIZE=16M"};
+/// The backend the ranks run on: this test's own GNIO_BACKEND (set by ctest), host by default.
+std::string backend() {
+  const char* b = std::getenv("GNIO_BACKEND");
+  return b && *b ? b : "host";
+}
 
-void run_kill(const Scenario& s, const std::vector<std::string>& extra_env = {}) {
-  std::vector<std::string> env = kEnv;
+/// Most ranks a scenario may have: one per GPU on the cuda backend (the GPU suite's machine has
+/// 2), any number of processes on the host backend.
+int max_ranks() {
+  return backend() == "cuda" ? 2 : 8;
+}
+
+/// GNIO_TIMEOUT=30: a report within a few seconds cannot be a wait's deadline.
+std::vector<std::string> base_env() {
+  return {"GNIO_BACKEND=" + backend(), "GNIO_TIMEOUT=30", "GNIO_BOOTSTRAP_TIMEOUT=30",
+          "GNIO_HEAP_SIZE=16M"};
+}
+
+void run_kill(Scenario s, const std::vector<std::string>& extra_env = {}) {
+  s.ranks = std::min(s.ranks, max_ranks());
+  s.victim = std::min(s.victim, s.ranks - 1);
+  std::vector<std::string> env = base_env();
   env.insert(env.end(), extra_env.begin(), extra_env.end());
   gnio_test::Job job(GNIO_RUN_EXE,
                      {"-n", std::to_string(s.ranks), "--grace", "30", "--timeout", "120", "--",
@@ -84,6 +107,9 @@ void run_kill(const Scenario& s, const std::vector<std::string>& extra_env = {})
     EXPECT_LT(std::stod(f["detect_s"]), s.detect) << all;
     EXPECT_LT(std::stod(f["teardown_s"]), 5.0) << all;
     EXPECT_EQ(f["later"], "1") << all;
+    if (s.streams) {
+      EXPECT_GT(std::stol(f["progress"]), 0) << all;
+    }
     if (s.kernel) {
       EXPECT_EQ(f["status"], std::to_string(static_cast<unsigned>(gnio::Status::RemoteError)))
           << all;
@@ -104,6 +130,10 @@ TEST(PeerFailure, KillDuringDeviceTeamSync) {
   run_kill({"sync", 4, 2, true, 3.0});
 }
 
+TEST(PeerFailure, KillDuringStreamOfPutSignals) {
+  run_kill({"rma", 3, 1, true, 3.0, true});
+}
+
 TEST(PeerFailure, KillDuringBootstrapBarrier) {
   run_kill({"barrier", 3, 2, false, 3.0});
 }
@@ -115,6 +145,10 @@ TEST(PeerFailure, KillDuringAlloc) {
 #ifdef GNIO_LIVENESS_COLL
 TEST(PeerFailure, KillDuringAllreduce) {
   run_kill({"allreduce", 3, 2, false, 3.0});
+}
+
+TEST(PeerFailure, KillWithAllreducesInFlight) {
+  run_kill({"allreduce_running", 3, 1, false, 3.0, true});
 }
 #endif
 
@@ -129,7 +163,8 @@ class OrderlyTeardown : public ::testing::TestWithParam<int> {};
 
 TEST_P(OrderlyTeardown, ReportsNothing) {
   const int ranks = GetParam();
-  std::vector<std::string> env = kEnv;
+  if (ranks > max_ranks()) GTEST_SKIP() << ranks << " ranks need more GPUs";
+  std::vector<std::string> env = base_env();
   env.push_back("GNIO_HEARTBEAT_INTERVAL=0.05");  // many heartbeats during the staggered idling
   gnio_test::Job job(
       GNIO_RUN_EXE,

@@ -32,6 +32,9 @@ struct Row {
   double max_us = 0;
   double gbps = 0;          ///< bytes moved per second at the median, 1e9 B/s units
   std::uint64_t wrong = 0;  ///< wrong bytes (or values) found by the data check, all ranks
+  /// busbw / algbw in the table: 1 for one pair (every byte crosses one link); a collective's
+  /// nccl-tests factor otherwise (allreduce 2(n-1)/n).
+  double bus_factor = 1.0;
 };
 
 /// What the JSON metadata and the table header say about the run.
