@@ -18,7 +18,7 @@
 #   quick      gnio-perf rma --quick and coll --quick (the README's first command's job)
 #   coll-kernel gnio-perf coll-kernel: allreduce inside a running kernel, every algorithm
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
-#              and on 4 ranks (two per GPU)
+#              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
 #   sanitize   compute-sanitizer memcheck on the functional suites
 #   racecheck  compute-sanitizer racecheck and synccheck on the RMA and collective device tests
 #   sanitize-coll memcheck, racecheck and synccheck on the whole collective suite (each capped at
@@ -105,9 +105,10 @@ run_step() {
           --json "$r/coll-kernel/coll-kernel-$algo.json"
       done ;;
     soak-long)
-      for n in 2 4; do
+      for n in ${SOAK_RANKS:-2 4}; do
         step "soak-long-$n" env GNIO_SOAK_RMA_OPS=100000 GNIO_SOAK_COLLS=10000 GNIO_HEAP_SIZE=64M \
-          GNIO_TIMEOUT=60 GNIO_BACKEND=cuda timeout 240 "$R" -n $n -- "$B/tests/soak/soak_test_2_gpu"
+          GNIO_TIMEOUT=60 GNIO_BACKEND=cuda timeout "${SOAK_S:-240}" \
+          "$R" -n $n -- "$B/tests/soak/soak_test_2_gpu"
       done ;;
     sanitize)
       step sanitize compute-sanitizer --tool memcheck --target-processes all --error-exitcode 86 \
