@@ -753,6 +753,10 @@ GNIO_HD void self_exec(CollCall<Coop>& c) {
   }
 }
 
+/// How finish() publishes the LL credit (see there).
+inline constexpr dev::Order kCreditOrder =
+    GNIO_ON_DEVICE ? dev::Order::Relaxed : dev::Order::Release;
+
 /// End of a call on this worker: the last worker stores the new epochs and tells every peer this
 /// rank is done with the call (the LL credit).
 template <class Coop>
@@ -770,7 +774,14 @@ GNIO_HD void finish(CollCall<Coop>& c) {
       for (int m = 0; m < c.n; ++m) {
         if (m == c.me) continue;
         const std::uint64_t e = c.epoch(m);
-        c.signal(c.cc.ch.credit + c.slot(c.me), e, m);
+        // The credit only has to follow this rank's reads of its own LL slot (what m overwrites
+        // once it sees the credit), and every value read was used before the group barrier
+        // above. So on GPUs it goes without a release: a system-scope release would wait for
+        // this call's stores into the peers' memory (the LL packets) to be acknowledged, a
+        // round trip over the link on every in-kernel call. CPU threads keep the release
+        // (free on x86; on weaker CPUs it orders the reads formally).
+        dev::atomic_store(c.cc.dc.peer_ptr(c.cc.ch.credit + c.slot(c.me), c.world(m)), e,
+                          kCreditOrder);
         epochs[c.slot(m)] = e;
       }
     }
