@@ -23,6 +23,9 @@
 #   racecheck  compute-sanitizer racecheck and synccheck on the RMA and collective device tests
 #   sanitize-coll memcheck, racecheck and synccheck on the whole collective suite (each capped at
 #              SANITIZE_COLL_S seconds, default 180)
+#   sanitize-all memcheck, racecheck and synccheck on every GPU test but those that make CUDA
+#              fail on purpose (gpu_fault) or kill ranks (liveness: a killed target process makes
+#              the tool report the kill, not a defect); each capped at SANITIZE_ALL_S (default 400)
 #
 # Each step's output: ${OUT:-./out}/r/STEP.log; one status line per step in r/steps.txt (also
 # printed); r/ is packed into ${OUT}/all.tgz every 20 s and at the end, so a call cut short still
@@ -124,6 +127,12 @@ run_step() {
         step "coll-$tool" timeout "${SANITIZE_COLL_S:-180}" compute-sanitizer --tool "$tool" \
           --target-processes all --error-exitcode 86 ctest --test-dir "$B" -L gpu -LE gpu_fault \
           --output-on-failure -R '^(coll_test_2_gpu|coll_algo_.*_gpu)$'
+      done ;;
+    sanitize-all)
+      for tool in memcheck racecheck synccheck; do
+        step "all-$tool" timeout "${SANITIZE_ALL_S:-400}" compute-sanitizer --tool "$tool" \
+          --target-processes all --error-exitcode 86 ctest --test-dir "$B" -L gpu \
+          -LE 'gpu_fault|liveness' --output-on-failure
       done ;;
     *) echo "session-run.sh: unknown step '$1'" >&2; return 2 ;;
   esac
