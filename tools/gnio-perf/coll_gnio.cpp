@@ -43,6 +43,7 @@
 #include "gnio/stream.hpp"
 #include "gnio/version.hpp"
 #include "report.hpp"
+#include "run_info_gnio.hpp"
 
 namespace gnio::perf {
 namespace {
@@ -705,14 +706,7 @@ std::string CollBench::row_json(CollKind k, DataType t, std::optional<RedOp> op,
 }
 
 RunInfo CollBench::run_info() const {
-  RunInfo info;
-  info.library = "gnio";
-  info.subcommand = "coll";
-  info.version = version_string();
-  info.backend = to_string(comm_.backend());
-  info.device = comm_.device_description();
-  info.ranks = comm_.size();
-  info.command = common_.command_line;
+  RunInfo info = gnio_run_info(comm_, "coll", common_.command_line);
   info.timing = plan_.graph > 0 ? "graph" : "eager";
   const Plan& p = plan_;
   info.settings = {{"min_bytes", std::to_string(p.min_bytes)},

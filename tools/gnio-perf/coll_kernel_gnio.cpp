@@ -31,8 +31,8 @@
 #include "gnio/device.hpp"
 #include "gnio/launch.hpp"
 #include "gnio/stream.hpp"
-#include "gnio/version.hpp"
 #include "report.hpp"
+#include "run_info_gnio.hpp"
 
 namespace gnio::perf {
 namespace {
@@ -193,14 +193,7 @@ class KernelCollBench {
 
  private:
   RunInfo run_info() const {
-    RunInfo info;
-    info.library = "gnio";
-    info.subcommand = "coll-kernel";
-    info.version = version_string();
-    info.backend = to_string(comm_.backend());
-    info.device = comm_.device_description();
-    info.ranks = comm_.size();
-    info.command = common_.command_line;
+    RunInfo info = gnio_run_info(comm_, "coll-kernel", common_.command_line);
     info.timing = "in-kernel";
     info.settings = {{"calls_per_kernel", std::to_string(calls_)},
                      {"warmup_calls", std::to_string(warmup_)},
