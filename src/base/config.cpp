@@ -57,7 +57,9 @@ constexpr ConfigVar kVars[] = {
     // transports
     {"GNIO_NET", ConfigType::Enum, "auto",
      "network transport to ranks on other nodes {auto, tcp, none}: tcp = proxy thread + one TCP "
-     "connection per peer pair (put, put_signal, signal, fence, quiet, team sync); auto = tcp on "
+     "connection per peer pair (every device operation: put, get, put_signal, signal, atomics, "
+     "fence, "
+     "quiet, team sync; not collectives yet); auto = tcp on "
      "the host backend when the job spans nodes, none on GPUs (not carried there yet); none = "
      "operations on other nodes fail with Unsupported"},
     {"GNIO_PROXY_SLOTS", ConfigType::Int, "256",

@@ -195,9 +195,9 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
     lo.interval_s = heartbeat_s;
     // Silence is declared after ten missed heartbeats, but never later than GNIO_TIMEOUT (a cut
     // network must be reported before device waits would give up on their own) and never sooner
-    // than kMinSilence: a live rank whose watcher thread is starved on a loaded machine (sanitizers,
-    // oversubscribed CPUs) must not be declared dead. A killed rank is seen at once regardless: its
-    // connection closes.
+    // than kMinSilence: a live rank whose watcher thread is starved on a loaded machine
+    // (sanitizers, oversubscribed CPUs) must not be declared dead. A killed rank is seen at once
+    // regardless: its connection closes.
     constexpr double kMinSilence = 3.0;
     lo.silence_s = std::max(10 * heartbeat_s, kMinSilence);
     if (timeout_s > 0) lo.silence_s = std::min(lo.silence_s, std::max(timeout_s, kMinSilence));
@@ -381,10 +381,9 @@ void CommImpl::check() const {
              "rank %d: %s targeted rank %d, which no transport reaches (it is on another node and "
              "%s)",
              r.rank, where.c_str(), r.peer,
-             proxy
-                 ? "the tcp transport does not carry this operation yet: get, get_nbi and atomics "
-                   "reach only this node's ranks"
-                 : "no network transport is configured: GNIO_NET=none, or the cuda backend");
+             proxy ? "the tcp transport does not carry this operation yet: collectives reach only "
+                     "this node's ranks"
+                   : "no network transport is configured: GNIO_NET=none, or the cuda backend");
       case Status::InvalidArgument:
         fail(ErrorClass::InvalidArgument,
              "rank %d: %s got a bad argument: peer %d, %s, %llu bytes (heap holds %llu bytes per "

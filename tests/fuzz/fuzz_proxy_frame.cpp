@@ -2,8 +2,10 @@
 //
 // The input is a frame as it would arrive from a peer (the first 64 bytes), then the receiver's
 // heap size and the job token (8 bytes each, when present). Whatever the check accepts must be
-// safe to apply: the data range and the signal word inside the heap without overflow, the signal
-// word aligned, the type and signal op known; and the check must refuse with a reason otherwise.
+// safe to apply: the data range, the signal word, a get's range and an atomic's word inside the
+// heap without overflow, words aligned, the type, signal op and atomic op known (replies are
+// matched against open requests by the receiver, not here); and the check must refuse with a
+// reason otherwise.
 // Half of the runs take the magic and token from the input as they are, the other half force them
 // right so the fuzzer spends its time on the range checks.
 #include <cstddef>
@@ -64,6 +66,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case FrameKind::Signal:
       require(f.type == static_cast<std::uint32_t>(gnio::ProxyOp::Signal));
       break;
+    case FrameKind::Get:
+      require(f.type == static_cast<std::uint32_t>(gnio::ProxyOp::Get));
+      require(fits(f.dst_offset, f.bytes, heap));
+      break;
+    case FrameKind::Atomic:
+      require(f.type == static_cast<std::uint32_t>(gnio::ProxyOp::Atomic));
+      require((f.bytes == 4 || f.bytes == 8) && f.dst_offset % f.bytes == 0);
+      require(fits(f.dst_offset, f.bytes, heap));
+      require(f.sig_op < gnio::kAtomicOpCount);
+      break;
+    case FrameKind::GetReply: require(f.type == kFrameGetReply); break;
+    case FrameKind::AtomicReply: require(f.type == kFrameAtomicReply); break;
     default: std::abort();
   }
   if (v.has_data()) require(fits(f.dst_offset, f.bytes, heap));

@@ -54,8 +54,8 @@ struct DeviceComm {
   int size_ = 0;
   int local_rank_ = 0;
   int local_size_ = 0;
-  int node_first_ = 0;          ///< world rank of the node's first rank, when contiguous
-  bool node_contiguous_ = true; ///< node ranks are node_first_ .. node_first_+local_size_-1
+  int node_first_ = 0;           ///< world rank of the node's first rank, when contiguous
+  bool node_contiguous_ = true;  ///< node ranks are node_first_ .. node_first_+local_size_-1
   // ---- symmetric heap ----------------------------------------------------------------------
   std::uint32_t heap_id_ = 0;
   /// Flat layout: node peer i's heap starts at heap_base_ + i*heap_stride_. Table layout (CUDA
@@ -64,14 +64,14 @@ struct DeviceComm {
   std::uint64_t heap_stride_ = 0;
   /// Table layout: node-local index -> base of that peer's heap (device memory); nullptr = flat.
   const std::uint64_t* heap_peer_base_ = nullptr;
-  std::uint64_t heap_bytes_ = 0;     ///< bytes mapped per rank when this handle was made
+  std::uint64_t heap_bytes_ = 0;               ///< bytes mapped per rank when this handle was made
   const std::int16_t* local_index_ = nullptr;  ///< [size_] node-local index or -1 (non-contiguous)
   // ---- waits -------------------------------------------------------------------------------
   DeviceControl* control_ = nullptr;  ///< host-mapped abort word and stall record
   /// Device-memory word the first failing thread claims (atomics on host-mapped memory are not
   /// supported over every PCIe link, so the record itself is written with plain stores).
   std::uint32_t* stall_claim_ = nullptr;
-  std::uint64_t timeout_ns_ = 0;      ///< 0 = no deadline
+  std::uint64_t timeout_ns_ = 0;  ///< 0 = no deadline
   // ---- proxy transport ---------------------------------------------------------------------
   /// Command ring of the proxy thread that reaches peers on other nodes; nullptr = none.
   ProxyRing* proxy_ = nullptr;
@@ -110,7 +110,8 @@ struct DeviceComm {
   /// is 0 and heap_base_ is this rank's heap, so no table read is needed.)
   template <class T>
   GNIO_HD_INLINE T* local(SymPtr<T> p) const {
-    return reinterpret_cast<T*>(heap_base_ + static_cast<std::uint64_t>(local_rank_) * heap_stride_ + p.offset);
+    return reinterpret_cast<T*>(heap_base_ +
+                                static_cast<std::uint64_t>(local_rank_) * heap_stride_ + p.offset);
   }
   /// `peer`'s copy of a symmetric object as an address this rank can load and store, or nullptr
   /// when `peer` is not on this node.
@@ -131,17 +132,20 @@ struct DeviceComm {
   /// (GNIO_NET), which reads `src` itself: on GPUs it must be symmetric-heap or host-pinned
   /// memory (docs/guide/multi-node.md).
   template <class Coop = Thread, class T>
-  GNIO_HD void put(SymPtr<T> dst, const T* src, std::size_t count, int peer, CallSite site = {}) const;
+  GNIO_HD void put(SymPtr<T> dst, const T* src, std::size_t count, int peer,
+                   CallSite site = {}) const;
   /// put() that may return before `src` can be reused; complete with quiet().
   template <class Coop = Thread, class T>
-  GNIO_HD void put_nbi(SymPtr<T> dst, const T* src, std::size_t count, int peer, CallSite site = {}) const;
+  GNIO_HD void put_nbi(SymPtr<T> dst, const T* src, std::size_t count, int peer,
+                       CallSite site = {}) const;
   /// Copies `count` elements of `src` on `peer` into `dst` (this rank's memory). On return the
   /// data is in `dst` for every thread of the group.
   template <class Coop = Thread, class T>
   GNIO_HD void get(T* dst, SymPtr<T> src, std::size_t count, int peer, CallSite site = {}) const;
   /// get() whose data is guaranteed in `dst` only after quiet().
   template <class Coop = Thread, class T>
-  GNIO_HD void get_nbi(T* dst, SymPtr<T> src, std::size_t count, int peer, CallSite site = {}) const;
+  GNIO_HD void get_nbi(T* dst, SymPtr<T> src, std::size_t count, int peer,
+                       CallSite site = {}) const;
   /// put(), then updates `sig` on `peer` (Set or Add `value`) such that a peer that sees the new
   /// signal value also sees all the data.
   template <class Coop = Thread, class T>
@@ -168,14 +172,20 @@ struct DeviceComm {
   // ======== atomics on peers' memory; T is int32/uint32/int64/uint64 ========
   // Each is atomic on its word and orders nothing else (like OpenSHMEM's): use fence()/quiet() or
   // a signal to order other accesses around it.
-  template <class T> GNIO_HD T atomic_fetch(SymPtr<T> p, int peer, CallSite site = {}) const;
-  template <class T> GNIO_HD void atomic_set(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
-  template <class T> GNIO_HD void atomic_add(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
-  template <class T> GNIO_HD T atomic_fetch_add(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
+  template <class T>
+  GNIO_HD T atomic_fetch(SymPtr<T> p, int peer, CallSite site = {}) const;
+  template <class T>
+  GNIO_HD void atomic_set(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
+  template <class T>
+  GNIO_HD void atomic_add(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
+  template <class T>
+  GNIO_HD T atomic_fetch_add(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
   /// Returns the old value; the swap happened when it equals `expected`.
   template <class T>
-  GNIO_HD T atomic_compare_swap(SymPtr<T> p, T expected, T desired, int peer, CallSite site = {}) const;
-  template <class T> GNIO_HD T atomic_swap(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
+  GNIO_HD T atomic_compare_swap(SymPtr<T> p, T expected, T desired, int peer,
+                                CallSite site = {}) const;
+  template <class T>
+  GNIO_HD T atomic_swap(SymPtr<T> p, T value, int peer, CallSite site = {}) const;
 
   // ======== team synchronisation ========
   /// Waits until every member of `team` has called sync() as often as this rank; orders memory
@@ -211,12 +221,9 @@ struct DeviceComm {
   template <class Ready>
   GNIO_HD Status wait_until(Ready ready, const char* op, int peer, std::uint64_t heap_offset,
                             Cmp cmp, std::uint64_t expected, CallSite site) const;
-  /// Checks a peer index and the byte range [offset, offset+bytes) of the heap; records
-  /// InvalidArgument/Unsupported and returns false when the operation must not proceed.
-  GNIO_HD bool check_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
-                            CallSite site) const;
-  /// The hot half of check_target: true when `peer` is a valid node peer (p2p-mapped) and the
-  /// byte range lies inside the heap. Records nothing.
+  /// The hot path of every operation: true when `peer` is a valid node peer (p2p-mapped) and the
+  /// byte range [offset, offset+bytes) lies inside the heap. Records nothing; operations that
+  /// get false go to the proxy (proxy_target), which records why when it cannot carry them.
   GNIO_HD bool p2p_target(int peer, std::uint64_t offset, std::uint64_t bytes) const;
   /// The cold path of operations the proxy carries: true when `peer` is valid, on another node,
   /// the proxy is enabled and the range lies inside the heap; otherwise records why the target
@@ -226,8 +233,21 @@ struct DeviceComm {
   /// Posts `desc` (every field but seq) to the proxy ring: waits for a credit (bounded), fills
   /// the slot and publishes it; with `wait_consumed` also waits until the proxy has read the
   /// source. False when a wait failed (recorded).
-  GNIO_HD bool proxy_post(const ProxyDesc& desc, bool wait_consumed, const char* op,
-                          CallSite site) const;
+  GNIO_HD bool proxy_post(const ProxyDesc& desc, bool wait_consumed, const char* op, CallSite site,
+                          std::uint64_t* ticket = nullptr) const;
+  /// Waits (bounded) until the proxy finished ticket `ticket` and every earlier one.
+  GNIO_HD bool proxy_wait_done(std::uint64_t ticket, const char* op, int peer, std::uint64_t offset,
+                               CallSite site) const;
+  /// get/get_nbi from a peer that is not p2p-mapped: the group's leader posts one descriptor;
+  /// get() then waits until the data is in `dst`.
+  template <class Coop>
+  GNIO_HD void proxy_get(void* dst, std::uint64_t src_offset, std::uint64_t bytes, int peer,
+                         bool wait, const char* op, CallSite site) const;
+  /// An atomic on a peer that is not p2p-mapped, carried by the proxy: the calling thread posts
+  /// it and, when `fetch`, waits for the old value (returned; 0 after a failure).
+  GNIO_HD std::uint64_t proxy_atomic(AtomicOp aop, std::uint64_t offset, std::uint64_t width,
+                                     std::uint64_t value, std::uint64_t expected, int peer,
+                                     bool fetch, const char* op, CallSite site) const;
   /// put/put_nbi/put_signal to a peer that is not p2p-mapped: the group's leader posts one
   /// descriptor (after the whole group reached the call, so the source is complete).
   template <class Coop>
@@ -235,7 +255,7 @@ struct DeviceComm {
                          CallSite site) const;
   /// quiet()'s wait for every operation posted to the proxy so far to be applied remotely.
   GNIO_HD void proxy_quiet() const;
-  /// The cold half of check_target: classifies and records why the target was refused.
+  /// Classifies and records why a target was refused (InvalidArgument or Unsupported).
   GNIO_HD void reject_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
                              CallSite site) const;
 };

@@ -19,7 +19,20 @@ enum class ProxyOp : std::uint32_t {
   PutSignal =
       2,  ///< Put, then update the signal at `sig_offset` (the target applies it after the data)
   Signal = 3,  ///< update the signal at `sig_offset` of `peer`
+  /// copy `bytes` at `dst_offset` of `peer`'s heap to `src` (here the local destination, which
+  /// the proxy writes; the ticket is done once the data is there)
+  Get = 4,
+  /// an AtomicOp (in `sig_op`) on the `bytes`-wide (4 or 8) word at `dst_offset` of `peer`'s
+  /// heap with operand `value` (and, for CompareSwap, the expected value in `sig_offset`); the
+  /// old value goes to the 8-byte word at `src` when it is not 0, and the ticket is done once the
+  /// target applied it
+  Atomic = 5,
 };
+
+/// The atomic a ProxyOp::Atomic descriptor asks for.
+enum class AtomicOp : std::uint32_t { Fetch, Set, Add, FetchAdd, CompareSwap, Swap };
+/// Number of AtomicOp values.
+inline constexpr std::uint32_t kAtomicOpCount = 6;
 
 /// One ring slot: exactly 64 bytes, `seq` written last (release) so a reader that sees
 /// seq == ticket + 1 sees every other field.

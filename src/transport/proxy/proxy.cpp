@@ -147,22 +147,28 @@ void Proxy::send_loop() {
       ProxyDesc* slot = ring_->slots + (next & mask);
       if (dev::atomic_load(&slot->seq, dev::Order::Acquire) == next + 1) {
         const int peer = slot->peer;
-        Frame f{kFrameMagic, slot->op,
-                token_,      slot->dst_offset,
-                slot->bytes, slot->sig_offset,
-                slot->value, slot->sig_op,
-                0,           0};
         const bool data = slot->op == static_cast<std::uint32_t>(ProxyOp::Put) ||
                           slot->op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
+        // Gets and atomics are done by their reply (which carries the ticket), not by acks.
+        const bool get = slot->op == static_cast<std::uint32_t>(ProxyOp::Get);
+        const bool request = get || slot->op == static_cast<std::uint32_t>(ProxyOp::Atomic);
+        Frame f{kFrameMagic, slot->op,     token_, slot->dst_offset,  slot->bytes, slot->sig_offset,
+                slot->value, slot->sig_op, 0,      request ? next : 0};
         if (peer < 0 || peer >= size || mesh_.fd(peer) < 0) {
           fail_transport(
               format("rank %d: proxy descriptor %llu names rank %d, which is not a "
                      "remote peer (internal error)",
                      rank_, static_cast<unsigned long long>(next), peer));
-        } else if (send_frame(peer, f, data ? reinterpret_cast<const void*>(slot->src) : nullptr,
-                              data ? slot->bytes : 0)) {
-          in_flight[peer].push_back(next);
-          finished.push_back(false);
+        } else {
+          if (request) {
+            std::lock_guard<std::mutex> lock(requests_mutex_);
+            requests_[next] = Request{peer, get, slot->src, slot->bytes};
+          }
+          if (send_frame(peer, f, data ? reinterpret_cast<const void*>(slot->src) : nullptr,
+                         data ? slot->bytes : 0)) {
+            if (!request) in_flight[peer].push_back(next);
+            finished.push_back(false);
+          }
         }
         // Consumed either way: the source was read (or never will be), the slot is free.
         ++next;
@@ -183,6 +189,29 @@ void Proxy::send_loop() {
           ++acks_seen[p];
           busy = true;
         }
+      }
+      // Replies this rank owes (a get's data read from the heap now), and its own requests that
+      // were answered.
+      std::vector<Reply> replies;
+      std::vector<std::uint64_t> answered;
+      {
+        std::lock_guard<std::mutex> lock(replies_mutex_);
+        replies.swap(replies_);
+      }
+      {
+        std::lock_guard<std::mutex> lock(requests_mutex_);
+        answered.swap(answered_);
+      }
+      for (const Reply& r : replies) {
+        const bool get_reply = r.frame.type == kFrameGetReply;
+        if (!send_frame(r.peer, r.frame, get_reply ? heap_base_ + r.frame.dst_offset : nullptr,
+                        get_reply ? r.frame.bytes : 0))
+          break;
+        busy = true;
+      }
+      for (std::uint64_t t : answered) {
+        finished[t - done_base] = true;
+        busy = true;
       }
       const std::uint64_t before = done_base;
       while (!finished.empty() && finished.front()) {
@@ -260,6 +289,40 @@ bool Proxy::receive_frame(int peer) {
     case FrameKind::Ack: peer_acked_[peer].store(f.count, std::memory_order_release); return true;
     default: break;
   }
+  if (v.kind == FrameKind::Get || v.kind == FrameKind::Atomic) {
+    // Answered by this rank's sender; not counted in applied_ (the requester finishes these by
+    // their reply, not by acks).
+    Frame reply{kFrameMagic, kFrameGetReply, token_, f.dst_offset, f.bytes, 0, 0, 0, 0, f.count};
+    if (v.kind == FrameKind::Atomic) {
+      reply.type = kFrameAtomicReply;
+      reply.value = apply_atomic(f);
+    }
+    std::lock_guard<std::mutex> lock(replies_mutex_);
+    replies_.push_back(Reply{peer, reply});
+    return true;
+  }
+  if (v.is_reply()) {
+    const bool get = v.kind == FrameKind::GetReply;
+    std::uint64_t addr = 0;
+    if (!take_request(f.count, peer, get, f.bytes, &addr))
+      return reject(get ? "a get reply that answers no open get of this rank (of that size)"
+                        : "an atomic reply that answers no open atomic of this rank");
+    if (get) {
+      if (f.bytes > 0 && bootstrap::recv_all(fd, reinterpret_cast<char*>(addr), f.bytes, deadline,
+                                             &err) != bootstrap::IoStatus::Ok) {
+        fail_transport(
+            format("rank %d: tcp transport: the data of a get from rank %d did not "
+                   "arrive (%s)",
+                   rank_, peer, err ? std::strerror(err) : "timeout or closed"));
+        return false;
+      }
+    } else if (addr) {
+      dev::atomic_store(reinterpret_cast<std::uint64_t*>(addr), f.value, dev::Order::Relaxed);
+    }
+    std::lock_guard<std::mutex> lock(requests_mutex_);
+    answered_.push_back(f.count);
+    return true;
+  }
   const bool data = v.has_data();
   const bool sig = v.has_signal();
   if (data && f.bytes > 0 &&
@@ -280,6 +343,46 @@ bool Proxy::receive_frame(int peer) {
       dev::atomic_fetch_add(word, f.value, dev::Order::Release);
   }
   applied_[peer].fetch_add(1, std::memory_order_release);
+  return true;
+}
+
+namespace {
+
+template <class T>
+T apply_atomic_word(T* w, AtomicOp op, T value, T expected) {
+  switch (op) {
+    case AtomicOp::Fetch: return dev::atomic_load(w, dev::Order::Relaxed);
+    case AtomicOp::Set: dev::atomic_store(w, value, dev::Order::Relaxed); return T{};
+    case AtomicOp::Add:
+    case AtomicOp::FetchAdd: return dev::atomic_fetch_add(w, value, dev::Order::Relaxed);
+    case AtomicOp::CompareSwap:
+      return dev::atomic_compare_swap(w, expected, value, dev::Order::Relaxed);
+    case AtomicOp::Swap: return dev::atomic_exchange(w, value, dev::Order::Relaxed);
+  }
+  return T{};  // check_frame admits no other op
+}
+
+}  // namespace
+
+std::uint64_t Proxy::apply_atomic(const Frame& f) {
+  const auto op = static_cast<AtomicOp>(f.sig_op);
+  char* word = heap_base_ + f.dst_offset;
+  if (f.bytes == 4)
+    return apply_atomic_word(reinterpret_cast<std::uint32_t*>(word), op,
+                             static_cast<std::uint32_t>(f.value),
+                             static_cast<std::uint32_t>(f.sig_offset));
+  return apply_atomic_word(reinterpret_cast<std::uint64_t*>(word), op, f.value, f.sig_offset);
+}
+
+bool Proxy::take_request(std::uint64_t ticket, int peer, bool get, std::uint64_t bytes,
+                         std::uint64_t* addr) {
+  std::lock_guard<std::mutex> lock(requests_mutex_);
+  const auto it = requests_.find(ticket);
+  if (it == requests_.end() || it->second.peer != peer || it->second.get != get ||
+      (get && it->second.bytes != bytes))
+    return false;
+  *addr = it->second.addr;
+  requests_.erase(it);
   return true;
 }
 

@@ -7,7 +7,11 @@
 // source) to the target's connection, and writes the acknowledgements the receiver owes; the
 // receiver only reads: it validates every frame (magic, job token, byte range inside this rank's
 // symmetric heap, aligned signal word) before writing a byte, applies data then signal, and
-// counts what it applied. A frame that fails validation is an error: nothing of it is written,
+// counts what it applied. Gets and atomics are requests: the target's receiver applies an atomic
+// (or notes a get) and queues the reply, which its sender writes (a get's data read from the heap
+// then); the requester's receiver accepts a reply only for a request of its own that is still
+// open (same peer, same size), writes the data or old value where the device asked, and the
+// request's ticket is done. A frame that fails validation is an error: nothing of it is written,
 // the connection is closed and the communicator aborts (as does the sender's side once it sees
 // the connection end).
 #pragma once
@@ -18,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "gnio/bootstrap.hpp"
@@ -25,6 +30,7 @@
 #include "gnio/device/status.hpp"
 #include "platform/backend.hpp"
 #include "transport/net/tcp/tcp_mesh.hpp"
+#include "transport/proxy/proxy_frame.hpp"
 
 namespace gnio::proxy {
 
@@ -61,6 +67,25 @@ class Proxy {
   bool receive_frame(int peer);
   /// Records the first failure, aborts device waits; later ones are only logged.
   void fail_transport(const std::string& what);
+  /// Applies an Atomic frame to this rank's heap; returns the old value (zero-extended).
+  std::uint64_t apply_atomic(const Frame& f);
+  /// Takes the open request `ticket` if `peer` owes its reply and it is a get (of `bytes`) or an
+  /// atomic as `get` says; false (nothing taken) otherwise.
+  bool take_request(std::uint64_t ticket, int peer, bool get, std::uint64_t bytes,
+                    std::uint64_t* addr);
+
+  /// A get or atomic of this rank waiting for its reply.
+  struct Request {
+    int peer;
+    bool get;
+    std::uint64_t addr;   ///< where the data (get) or the old value (atomic; 0 = none) goes
+    std::uint64_t bytes;  ///< get: data bytes
+  };
+  /// A reply this rank owes a peer: the frame (a GetReply's data is read when it is sent).
+  struct Reply {
+    int peer;
+    Frame frame;
+  };
 
   platform::Backend& backend_;
   net::TcpMesh mesh_;
@@ -78,6 +103,14 @@ class Proxy {
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> peer_acked_;
   std::unique_ptr<std::atomic<bool>[]> said_bye_;
+  // Requests by ticket (sender inserts before sending, receiver takes on the reply) and the
+  // tickets answered since the sender last looked.
+  std::mutex requests_mutex_;
+  std::unordered_map<std::uint64_t, Request> requests_;
+  std::vector<std::uint64_t> answered_;
+  // Replies the receiver queued for the sender.
+  std::mutex replies_mutex_;
+  std::vector<Reply> replies_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};
   mutable std::mutex error_mutex_;

@@ -23,6 +23,20 @@ FrameVerdict check_frame(const Frame& f, std::uint64_t token, std::uint64_t heap
     case static_cast<std::uint32_t>(ProxyOp::Put): v.kind = FrameKind::Put; break;
     case static_cast<std::uint32_t>(ProxyOp::PutSignal): v.kind = FrameKind::PutSignal; break;
     case static_cast<std::uint32_t>(ProxyOp::Signal): v.kind = FrameKind::Signal; break;
+    case static_cast<std::uint32_t>(ProxyOp::Get):
+      if (!inside_heap(f.dst_offset, f.bytes, heap_bytes))
+        return refuse("get range outside the heap");
+      v.kind = FrameKind::Get;
+      return v;
+    case static_cast<std::uint32_t>(ProxyOp::Atomic):
+      if ((f.bytes != 4 && f.bytes != 8) || f.dst_offset % f.bytes != 0 ||
+          !inside_heap(f.dst_offset, f.bytes, heap_bytes))
+        return refuse("atomic word not 4 or 8 bytes, not aligned or outside the heap");
+      if (f.sig_op >= kAtomicOpCount) return refuse("unknown atomic op");
+      v.kind = FrameKind::Atomic;
+      return v;
+    case kFrameGetReply: v.kind = FrameKind::GetReply; return v;
+    case kFrameAtomicReply: v.kind = FrameKind::AtomicReply; return v;
     default: return refuse("unknown frame type");
   }
   if (v.has_data() && !inside_heap(f.dst_offset, f.bytes, heap_bytes))

@@ -40,9 +40,10 @@ GNIO_HD_INLINE ProxyDesc proxy_desc(ProxyOp op, int peer, const void* src, std::
 }  // namespace detail
 
 GNIO_NOINLINE GNIO_HD inline void DeviceComm::report(Status status, const char* op, int peer,
-                                       std::uint64_t heap_offset, std::uint64_t expected,
-                                       std::uint64_t seen, Cmp cmp, std::uint64_t waited_ns,
-                                       CallSite site) const {
+                                                     std::uint64_t heap_offset,
+                                                     std::uint64_t expected, std::uint64_t seen,
+                                                     Cmp cmp, std::uint64_t waited_ns,
+                                                     CallSite site) const {
   if (!control_ || !stall_claim_) return;
   // The first failing thread of this rank wins the claim (in device memory) and fills the
   // host-mapped record with plain stores, publishing it with a release store of `state`.
@@ -87,15 +88,6 @@ GNIO_HD inline Status DeviceComm::wait_until(Ready ready, const char* op, int pe
   }
 }
 
-GNIO_HD_INLINE bool DeviceComm::check_target(const char* op, int peer, std::uint64_t offset,
-                                             std::uint64_t bytes, CallSite site) const {
-  // The common case is a handful of compares; everything else is out of line.
-  if (p2p_target(peer, offset, bytes)) [[likely]]
-    return true;
-  reject_target(op, peer, offset, bytes, site);
-  return false;
-}
-
 GNIO_HD_INLINE bool DeviceComm::p2p_target(int peer, std::uint64_t offset,
                                            std::uint64_t bytes) const {
   return static_cast<unsigned>(peer) < static_cast<unsigned>(size_) && offset <= heap_bytes_ &&
@@ -114,7 +106,8 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_target(const char* op, int p
 }
 
 GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, bool wait_consumed,
-                                                         const char* op, CallSite site) const {
+                                                         const char* op, CallSite site,
+                                                         std::uint64_t* ticket_out) const {
   ProxyRing* ring = proxy_;
   // Relaxed: the ticket only names a slot; the slot itself is published with a release below.
   const std::uint64_t ticket =
@@ -138,6 +131,7 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
   slot->value = desc.value;
   slot->sig_op = desc.sig_op;
   dev::atomic_store(&slot->seq, ticket + 1, dev::Order::Release);
+  if (ticket_out) *ticket_out = ticket;
   if (!wait_consumed) return true;
   return wait_until(
              [&](std::uint64_t& seen) {
@@ -159,6 +153,51 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_put(const ProxyDesc& desc, b
     (void)proxy_post(desc, wait_consumed, op, site);
   // A blocking put returns to every member only once the source may be reused.
   g.sync();
+}
+
+GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_wait_done(std::uint64_t ticket, const char* op,
+                                                              int peer, std::uint64_t offset,
+                                                              CallSite site) const {
+  ProxyRing* ring = proxy_;
+  return wait_until(
+             [&](std::uint64_t& seen) {
+               seen = dev::atomic_load(&ring->done, dev::Order::Acquire);
+               return seen > ticket;
+             },
+             op, peer, offset, Cmp::Gt, ticket, site) == Status::Ok;
+}
+
+template <class Coop>
+GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_get(void* dst, std::uint64_t src_offset,
+                                                        std::uint64_t bytes, int peer, bool wait,
+                                                        const char* op, CallSite site) const {
+  const Coop g{};
+  if (g.leader() && proxy_target(op, peer, src_offset, bytes, site)) {
+    std::uint64_t ticket = 0;
+    // The proxy thread writes `dst` (host backend: this process's memory).
+    if (proxy_post(
+            detail::proxy_desc(ProxyOp::Get, peer, dst, src_offset, bytes, 0, 0, SignalOp::Set),
+            false, op, site, &ticket) &&
+        wait)
+      (void)proxy_wait_done(ticket, op, peer, src_offset, site);
+  }
+  // get() returns to every member once the data is there.
+  g.sync();
+}
+
+GNIO_NOINLINE GNIO_HD inline std::uint64_t DeviceComm::proxy_atomic(
+    AtomicOp aop, std::uint64_t offset, std::uint64_t width, std::uint64_t value,
+    std::uint64_t expected, int peer, bool fetch, const char* op, CallSite site) const {
+  if (!proxy_target(op, peer, offset, width, site)) return 0;
+  // The proxy thread stores the old value here before it marks the ticket done.
+  std::uint64_t old = 0;
+  ProxyDesc d = detail::proxy_desc(ProxyOp::Atomic, peer, fetch ? &old : nullptr, offset, width,
+                                   expected, value, SignalOp::Set);
+  d.sig_op = static_cast<std::uint32_t>(aop);
+  std::uint64_t ticket = 0;
+  if (!proxy_post(d, false, op, site, &ticket) || !fetch) return 0;
+  if (!proxy_wait_done(ticket, op, peer, offset, site)) return 0;
+  return dev::atomic_load(&old, dev::Order::Relaxed);
 }
 
 GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_quiet() const {
@@ -217,8 +256,11 @@ template <class Coop, class T>
 GNIO_HD inline void DeviceComm::get(T* dst, SymPtr<T> src, std::size_t count, int peer,
                                     CallSite site) const {
   const std::size_t bytes = count * sizeof(T);
-  if (check_target("get", peer, src.offset, bytes, site))
-    detail::group_copy(dst, peer_ptr(src, peer), bytes, Coop{});
+  if (!p2p_target(peer, src.offset, bytes)) [[unlikely]] {
+    proxy_get<Coop>(dst, src.offset, bytes, peer, true, "get", site);
+    return;
+  }
+  detail::group_copy(dst, peer_ptr(src, peer), bytes, Coop{});
   Coop{}.sync();
 }
 
@@ -226,8 +268,11 @@ template <class Coop, class T>
 GNIO_HD inline void DeviceComm::get_nbi(T* dst, SymPtr<T> src, std::size_t count, int peer,
                                         CallSite site) const {
   const std::size_t bytes = count * sizeof(T);
-  if (check_target("get_nbi", peer, src.offset, bytes, site))
-    detail::group_copy(dst, peer_ptr(src, peer), bytes, Coop{});
+  if (!p2p_target(peer, src.offset, bytes)) [[unlikely]] {
+    proxy_get<Coop>(dst, src.offset, bytes, peer, false, "get_nbi", site);
+    return;
+  }
+  detail::group_copy(dst, peer_ptr(src, peer), bytes, Coop{});
 }
 
 template <class Coop, class T>
@@ -294,13 +339,16 @@ GNIO_HD inline Status DeviceComm::wait_signal(SymPtr<std::uint64_t> sig, Cmp cmp
   return st;
 }
 
-GNIO_HD inline bool DeviceComm::test(SymPtr<std::uint64_t> sig, Cmp cmp, std::uint64_t value) const {
+GNIO_HD inline bool DeviceComm::test(SymPtr<std::uint64_t> sig, Cmp cmp,
+                                     std::uint64_t value) const {
   return compare(dev::atomic_load(local(sig), dev::Order::Acquire), cmp, value);
 }
 
 // Proxy peers need nothing more for fence(): one ring drained in order and one connection per
 // peer pair keep a thread's operations to a peer in issue order.
-GNIO_HD inline void DeviceComm::fence(int) const { dev::fence_system(); }
+GNIO_HD inline void DeviceComm::fence(int) const {
+  dev::fence_system();
+}
 
 GNIO_HD inline void DeviceComm::quiet() const {
   dev::fence_system();
@@ -312,43 +360,55 @@ GNIO_HD inline void DeviceComm::quiet() const {
 // atomics: relaxed, as in OpenSHMEM — atomic on the word, no ordering of other accesses (use
 // fence()/quiet() or a signal for that), so each costs one round trip and nothing more.
 
-#define GNIO_ATOMIC_TARGET(name)                                                 \
-  if (!check_target(name, peer, p.offset, sizeof(T), site)) return T{};          \
-  T* a = peer_ptr(p, peer)
+// Peers on other nodes: the proxy applies the atomic at the target (4- or 8-byte word) and
+// sends the old value back; the non-fetching ones (set, add) do not wait, like put_nbi.
+#define GNIO_ATOMIC_PROXY(aop, value, expected, fetch, name)                                      \
+  if (!p2p_target(peer, p.offset, sizeof(T))) [[unlikely]]                                        \
+  return static_cast<T>(proxy_atomic(aop, p.offset, sizeof(T), static_cast<std::uint64_t>(value), \
+                                     static_cast<std::uint64_t>(expected), peer, fetch, name,     \
+                                     site))
 
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_fetch(SymPtr<T> p, int peer, CallSite site) const {
-  GNIO_ATOMIC_TARGET("atomic_fetch");
-  return dev::atomic_load(a, dev::Order::Relaxed);
+  GNIO_ATOMIC_PROXY(AtomicOp::Fetch, 0, 0, true, "atomic_fetch");
+  return dev::atomic_load(peer_ptr(p, peer), dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline void DeviceComm::atomic_set(SymPtr<T> p, T value, int peer, CallSite site) const {
-  if (!check_target("atomic_set", peer, p.offset, sizeof(T), site)) return;
+  if (!p2p_target(peer, p.offset, sizeof(T))) [[unlikely]] {
+    (void)proxy_atomic(AtomicOp::Set, p.offset, sizeof(T), static_cast<std::uint64_t>(value), 0,
+                       peer, false, "atomic_set", site);
+    return;
+  }
   dev::atomic_store(peer_ptr(p, peer), value, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline void DeviceComm::atomic_add(SymPtr<T> p, T value, int peer, CallSite site) const {
-  if (!check_target("atomic_add", peer, p.offset, sizeof(T), site)) return;
+  if (!p2p_target(peer, p.offset, sizeof(T))) [[unlikely]] {
+    (void)proxy_atomic(AtomicOp::Add, p.offset, sizeof(T), static_cast<std::uint64_t>(value), 0,
+                       peer, false, "atomic_add", site);
+    return;
+  }
   dev::atomic_fetch_add(peer_ptr(p, peer), value, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_fetch_add(SymPtr<T> p, T value, int peer, CallSite site) const {
-  GNIO_ATOMIC_TARGET("atomic_fetch_add");
-  return dev::atomic_fetch_add(a, value, dev::Order::Relaxed);
+  GNIO_ATOMIC_PROXY(AtomicOp::FetchAdd, value, 0, true, "atomic_fetch_add");
+  return dev::atomic_fetch_add(peer_ptr(p, peer), value, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_compare_swap(SymPtr<T> p, T expected, T desired, int peer,
                                                  CallSite site) const {
-  GNIO_ATOMIC_TARGET("atomic_compare_swap");
-  return dev::atomic_compare_swap(a, expected, desired, dev::Order::Relaxed);
+  GNIO_ATOMIC_PROXY(AtomicOp::CompareSwap, desired, expected, true, "atomic_compare_swap");
+  return dev::atomic_compare_swap(peer_ptr(p, peer), expected, desired, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_swap(SymPtr<T> p, T value, int peer, CallSite site) const {
-  GNIO_ATOMIC_TARGET("atomic_swap");
-  return dev::atomic_exchange(a, value, dev::Order::Relaxed);
+  GNIO_ATOMIC_PROXY(AtomicOp::Swap, value, 0, true, "atomic_swap");
+  return dev::atomic_exchange(peer_ptr(p, peer), value, dev::Order::Relaxed);
 }
 
-#undef GNIO_ATOMIC_TARGET
+#undef GNIO_ATOMIC_PROXY
 
 // ---------------------------------------------------------------------------------------------
 // team synchronisation
@@ -357,7 +417,8 @@ template <class Coop>
 GNIO_HD inline Status DeviceComm::sync(const Team& team, CallSite site) const {
   const Coop g{};
   if (!team.contains_me()) {
-    if (g.leader()) report(Status::InvalidArgument, "sync (not a team member)", -1, 0, 0, 0, Cmp::Eq, 0, site);
+    if (g.leader())
+      report(Status::InvalidArgument, "sync (not a team member)", -1, 0, 0, 0, Cmp::Eq, 0, site);
     return Status::InvalidArgument;
   }
   std::uint64_t* epoch_word = local(team.sync_epoch);
@@ -380,7 +441,8 @@ GNIO_HD inline Status DeviceComm::sync(const Team& team, CallSite site) const {
       continue;
     }
   }
-  for (int i = static_cast<int>(g.rank()); i < team.size && st == Status::Ok; i += static_cast<int>(g.size())) {
+  for (int i = static_cast<int>(g.rank()); i < team.size && st == Status::Ok;
+       i += static_cast<int>(g.size())) {
     std::uint64_t* flag = local(team.sync_flags + i);
     st = wait_until(
         [&](std::uint64_t& seen) {
