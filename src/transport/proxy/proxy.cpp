@@ -226,9 +226,13 @@ void Proxy::send_loop() {
     } else if (++idle < 64) {
       std::this_thread::yield();
     } else {
-      // Idle: sleep briefly (2-core CI machines run many ranks); a new descriptor waits at most
-      // this long.
-      std::this_thread::sleep_for(std::chrono::microseconds(idle < 1024 ? 20 : 200));
+      // Idle: wait briefly (2-core CI machines run many ranks). The receiver's work for this
+      // thread (replies, answers, acks) wakes it at once; only a new descriptor from the device
+      // waits up to this long.
+      std::unique_lock<std::mutex> lock(wake_mutex_);
+      wake_.wait_for(lock, std::chrono::microseconds(idle < 1024 ? 20 : 200),
+                     [this] { return wake_pending_; });
+      wake_pending_ = false;
     }
   }
   if (!failed()) {
@@ -286,7 +290,10 @@ bool Proxy::receive_frame(int peer) {
   switch (v.kind) {
     case FrameKind::Invalid: return reject(v.why);
     case FrameKind::Bye: said_bye_[peer].store(true); return false;
-    case FrameKind::Ack: peer_acked_[peer].store(f.count, std::memory_order_release); return true;
+    case FrameKind::Ack:
+      peer_acked_[peer].store(f.count, std::memory_order_release);
+      nudge_sender();
+      return true;
     default: break;
   }
   if (v.kind == FrameKind::Get || v.kind == FrameKind::Atomic) {
@@ -297,8 +304,11 @@ bool Proxy::receive_frame(int peer) {
       reply.type = kFrameAtomicReply;
       reply.value = apply_atomic(f);
     }
-    std::lock_guard<std::mutex> lock(replies_mutex_);
-    replies_.push_back(Reply{peer, reply});
+    {
+      std::lock_guard<std::mutex> lock(replies_mutex_);
+      replies_.push_back(Reply{peer, reply});
+    }
+    nudge_sender();
     return true;
   }
   if (v.is_reply()) {
@@ -319,8 +329,11 @@ bool Proxy::receive_frame(int peer) {
     } else if (addr) {
       dev::atomic_store(reinterpret_cast<std::uint64_t*>(addr), f.value, dev::Order::Relaxed);
     }
-    std::lock_guard<std::mutex> lock(requests_mutex_);
-    answered_.push_back(f.count);
+    {
+      std::lock_guard<std::mutex> lock(requests_mutex_);
+      answered_.push_back(f.count);
+    }
+    nudge_sender();
     return true;
   }
   const bool data = v.has_data();
@@ -343,7 +356,16 @@ bool Proxy::receive_frame(int peer) {
       dev::atomic_fetch_add(word, f.value, dev::Order::Release);
   }
   applied_[peer].fetch_add(1, std::memory_order_release);
+  nudge_sender();  // it owes the peer an ack
   return true;
+}
+
+void Proxy::nudge_sender() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    wake_pending_ = true;
+  }
+  wake_.notify_one();
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,9 @@ class Proxy {
   void receive_loop();
   /// Reads and applies one frame from `peer`; false when the connection ended or was rejected.
   bool receive_frame(int peer);
+  /// Wakes the sender from its idle wait: the receiver queued something for it (a reply, an
+  /// answered request, an ack to send or one received).
+  void nudge_sender();
   /// Records the first failure, aborts device waits; later ones are only logged.
   void fail_transport(const std::string& what);
   /// Applies an Atomic frame to this rank's heap; returns the old value (zero-extended).
@@ -111,6 +115,10 @@ class Proxy {
   // Replies the receiver queued for the sender.
   std::mutex replies_mutex_;
   std::vector<Reply> replies_;
+  // The sender's idle wait (the device side cannot notify; the receiver can).
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool wake_pending_ = false;
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};
   mutable std::mutex error_mutex_;
