@@ -332,6 +332,47 @@ TEST(Net, GetAndAtomicsAfterPutSeeIt) {
   c.free(buf);
 }
 
+/// Replies that answer no request (GNIO_NET_BAD_REPLY=1, set by CMakeLists.txt: every reply names
+/// a ticket the asker never used): the asker rejects them before writing a byte, and both ranks
+/// get RemoteError at once, not at the deadline.
+TEST(NetFault, ReplyToNoRequestIsRejected) {
+  gnio::Comm& c = comm();
+  SymPtr<std::uint8_t> buf = c.alloc<std::uint8_t>(256);
+  auto* dst = static_cast<std::uint8_t*>(c.alloc_device(256));
+  std::vector<std::uint8_t> poison(256, kPoison), bytes(256, 0x11);
+  gnio_test::to_device(dst, poison.data(), 256);
+  gnio_test::to_device(c.local(buf), bytes.data(), 256);
+  c.bootstrap().barrier();
+  DeviceComm dc = c.device_comm();
+  const int me = c.rank();
+  const auto start = std::chrono::steady_clock::now();
+  gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
+    if (me == 0) dc.get(dst, buf, 256, 1);
+  });
+  std::string msg;
+  try {
+    c.synchronize(stream());
+    if (me == 0) ADD_FAILURE() << "expected RemoteError on rank 0";
+  } catch (const gnio::Error& e) {
+    EXPECT_EQ(e.error_class(), gnio::ErrorClass::RemoteError) << e.what();
+    msg = e.what();
+  }
+  if (me == 0) {
+    EXPECT_NE(msg.find("answers no open get"), std::string::npos) << msg;
+    // A plain read (host backend; copies through the aborted communicator would throw).
+    std::vector<std::uint8_t> got(dst, dst + 256);
+    EXPECT_EQ(got, poison) << "nothing of the rejected reply may be written";
+  }
+  // Rank 1 learns of it when rank 0 closes the connection.
+  const auto deadline = start + std::chrono::seconds(8);
+  while (!c.aborted() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(c.aborted()) << "GNIO_TIMEOUT is 10 s: the rejection must be noticed, not timed out";
+  c.bootstrap().barrier();
+  c.free_device(dst);
+  c.free(buf);
+}
+
 /// Collectives do not cross nodes yet: Unsupported, saying so, and nothing hangs.
 TEST(NetFault, CollectivesAcrossNodesAreUnsupported) {
 #if GNIO_NET_TEST_COLL

@@ -111,6 +111,8 @@ void Proxy::send_loop() {
   // Fault injection (GNIO_NET_CUT_AFTER): data bytes sent to each peer so far.
   const std::uint64_t cut_after = config_size("GNIO_NET_CUT_AFTER");
   std::vector<std::uint64_t> data_sent(size, 0);
+  // Fault injection (GNIO_NET_BAD_REPLY): replies name a ticket the asker never used.
+  const std::uint64_t bad_reply = config_bool("GNIO_NET_BAD_REPLY") ? std::uint64_t{1} << 62 : 0;
   auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes) {
     int err = 0;
     const int fd = mesh_.fd(peer);
@@ -202,8 +204,9 @@ void Proxy::send_loop() {
         std::lock_guard<std::mutex> lock(requests_mutex_);
         answered.swap(answered_);
       }
-      for (const Reply& r : replies) {
+      for (Reply& r : replies) {
         const bool get_reply = r.frame.type == kFrameGetReply;
+        r.frame.count ^= bad_reply;
         if (!send_frame(r.peer, r.frame, get_reply ? heap_base_ + r.frame.dst_offset : nullptr,
                         get_reply ? r.frame.bytes : 0))
           break;
