@@ -17,6 +17,7 @@
 #   probe      raw peer-to-peer probe (link floor)
 #   quick      gnio-perf rma --quick and coll --quick (the README's first command's job)
 #   coll-kernel gnio-perf coll-kernel: allreduce inside a running kernel, every algorithm
+#   msgrate    gnio-perf msgrate: 8-byte put_signal, put and signal rates over NVLink
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
 #   sanitize   compute-sanitizer memcheck on the functional suites
@@ -107,6 +108,11 @@ run_step() {
         step "coll-kernel-$algo" "$R" -n 2 -- "$P" coll-kernel -b 8 -e 64K --algo "$algo" \
           --json "$r/coll-kernel/coll-kernel-$algo.json"
       done ;;
+    msgrate)
+      mkdir -p "$r/msgrate"
+      for op in put_signal put signal; do
+        step "msgrate-$op" "$R" -n 2 -- "$P" msgrate --op "$op" --json "$r/msgrate/msgrate-$op.json"
+      done ;;
     soak-long)
       for n in ${SOAK_RANKS:-2 4}; do
         step "soak-long-$n" env GNIO_SOAK_RMA_OPS=100000 GNIO_SOAK_COLLS=10000 GNIO_HEAP_SIZE=64M \
@@ -138,7 +144,7 @@ run_step() {
   esac
 }
 
-[ $# -gt 0 ] || set -- build suite examples init coll rma probe quick coll-kernel soak-long sanitize \
+[ $# -gt 0 ] || set -- build suite examples init coll rma probe quick coll-kernel msgrate soak-long sanitize \
   racecheck sanitize-coll
 for s in "$@"; do run_step "$s"; done
 echo "== steps =="
