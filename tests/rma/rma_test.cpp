@@ -45,14 +45,18 @@ constexpr std::size_t kMaxBytes = (kSanitized ? (1u << 20) + 5 : 16u << 20) + 64
 /// Threads per block that make `Coop` one whole group.
 template <class Coop>
 unsigned group_threads() {
-  if constexpr (std::is_same_v<Coop, Thread>) return 1;
-  else if constexpr (std::is_same_v<Coop, Block>) return 128;
-  else return Coop::size();
+  if constexpr (std::is_same_v<Coop, Thread>)
+    return 1;
+  else if constexpr (std::is_same_v<Coop, Block>)
+    return 128;
+  else
+    return Coop::size();
 }
 
 template <class Coop>
-void launch_rma(Op op, DeviceComm dc, SymPtr<std::uint8_t> sym, std::uint8_t* priv, std::size_t offset,
-                std::size_t n, int peer, SymPtr<std::uint64_t> sig, std::uint64_t expect_sig) {
+void launch_rma(Op op, DeviceComm dc, SymPtr<std::uint8_t> sym, std::uint8_t* priv,
+                std::size_t offset, std::size_t n, int peer, SymPtr<std::uint64_t> sig,
+                std::uint64_t expect_sig) {
   gnio::launch(stream(), {.grid = 1, .block = group_threads<Coop>()}, [=] GNIO_HD() {
     switch (op) {
       case Op::Put: dc.put<Coop>(sym + offset, priv + offset, n, peer); break;
@@ -87,7 +91,8 @@ void check_op(Op op, const char* coop_name) {
   std::uint64_t zero = 0;
   gnio_test::to_device(c.local(sig), &zero, sizeof(zero));
   c.bootstrap().barrier();
-  const std::size_t sizes[] = {1, 3, 8, 13, 255, 4096, 65537, (1u << 20) + 5, kSanitized ? 0 : 16u << 20};
+  const std::size_t sizes[] = {
+      1, 3, 8, 13, 255, 4096, 65537, (1u << 20) + 5, kSanitized ? 0 : 16u << 20};
   const std::size_t offsets[] = {0, 1, 7, 16};
   std::uint64_t signals = 0;
   int round = 0;
@@ -111,17 +116,20 @@ void check_op(Op op, const char* coop_name) {
     }
     c.bootstrap().barrier();
     ++signals;
-    launch_rma<Coop>(op, c.device_comm(), sym, priv, off, bytes, is_get ? right : right, sig, signals);
+    launch_rma<Coop>(op, c.device_comm(), sym, priv, off, bytes, is_get ? right : right, sig,
+                     signals);
     // Puts land in my symmetric buffer from my left neighbour; gets land in my private buffer
     // from my right neighbour's symmetric buffer.
     const int writer = is_get ? right : left;
     gnio_test::to_host(host.data(), is_get ? static_cast<const void*>(priv) : c.local(sym), window);
     std::fill(expected.begin(), expected.end(), kPoison);
     for (std::size_t i = off; i < off + bytes; ++i) expected[i] = pattern_byte(writer, i, round);
-    std::size_t wrong = gnio_test::count_wrong(
-        host, expected,
-        std::string(op_name(op)) + "<" + coop_name + "> " + std::to_string(bytes) + " B at +" + std::to_string(off));
-    EXPECT_EQ(wrong, 0u) << op_name(op) << "<" << coop_name << "> size " << bytes << " offset " << off;
+    std::size_t wrong =
+        gnio_test::count_wrong(host, expected,
+                               std::string(op_name(op)) + "<" + coop_name + "> " +
+                                   std::to_string(bytes) + " B at +" + std::to_string(off));
+    EXPECT_EQ(wrong, 0u) << op_name(op) << "<" << coop_name << "> size " << bytes << " offset "
+                         << off;
     ++round;
     c.bootstrap().barrier();
   }
@@ -130,11 +138,19 @@ void check_op(Op op, const char* coop_name) {
   c.free(sym);
 }
 
-#define GNIO_RMA_TESTS(OP)                                                   \
-  TEST(Rma, OP##Thread) { check_op<Thread>(Op::OP, "Thread"); }             \
-  TEST(Rma, OP##Tile4) { check_op<Tile<4>>(Op::OP, "Tile<4>"); }            \
-  TEST(Rma, OP##Warp) { check_op<Warp>(Op::OP, "Warp"); }                   \
-  TEST(Rma, OP##Block) { check_op<Block>(Op::OP, "Block"); }
+#define GNIO_RMA_TESTS(OP)                \
+  TEST(Rma, OP##Thread) {                 \
+    check_op<Thread>(Op::OP, "Thread");   \
+  }                                       \
+  TEST(Rma, OP##Tile4) {                  \
+    check_op<Tile<4>>(Op::OP, "Tile<4>"); \
+  }                                       \
+  TEST(Rma, OP##Warp) {                   \
+    check_op<Warp>(Op::OP, "Warp");       \
+  }                                       \
+  TEST(Rma, OP##Block) {                  \
+    check_op<Block>(Op::OP, "Block");     \
+  }
 
 GNIO_RMA_TESTS(Put)
 GNIO_RMA_TESTS(PutNbi)
@@ -192,8 +208,10 @@ void atomic_kernel(DeviceComm dc, SymPtr<T> words, T* out, unsigned threads, uns
     const unsigned t = gnio::dev::thread();
     // words[0] on rank 0: every thread of every rank adds 1, `adds` times (fetch_add and add).
     for (unsigned k = 0; k < adds; ++k) {
-      if (k % 2) dc.atomic_add(words, T(1), 0);
-      else (void)dc.atomic_fetch_add(words, T(1), 0);
+      if (k % 2)
+        dc.atomic_add(words, T(1), 0);
+      else
+        (void)dc.atomic_fetch_add(words, T(1), 0);
     }
     // words[1] on rank 0: a compare-and-swap increment loop.
     for (unsigned k = 0; k < adds; ++k) {
@@ -226,7 +244,11 @@ void check_atomics() {
   gnio_test::to_device(c.local(words), init.data(), init.size() * sizeof(T));
   T* out = static_cast<T*>(c.alloc_device(sizeof(T)));
   c.bootstrap().barrier();
-  const unsigned threads = 64, adds = 8;
+  // Fewer contending threads across nodes and in sanitized builds: there every atomic is a round
+  // trip through two proxy threads (or a slowed-down CPU), and the compare-and-swap loop's
+  // retries grow with the square of the contenders.
+  const bool slow = kSanitized || c.nodes() > 1;
+  const unsigned threads = slow ? 16 : 64, adds = kSanitized ? 4 : 8;
   atomic_kernel<T>(c.device_comm(), words, out, threads, adds);
   std::vector<T> got(init.size());
   gnio_test::to_host(got.data(), c.local(words), got.size() * sizeof(T));
@@ -237,17 +259,25 @@ void check_atomics() {
     EXPECT_EQ(got[0], T(3 + n * threads * adds));
     EXPECT_EQ(got[1], T(4 + n * threads * adds));
   }
-  EXPECT_EQ(got[2 + left], T(left + 7));               // swapped in by my left neighbour
-  EXPECT_EQ(got[2 + n + left], T(left + 1000));       // set by my left neighbour
-  EXPECT_EQ(swapped, T(3 + 2 + c.rank()));             // the right peer's initial value
+  EXPECT_EQ(got[2 + left], T(left + 7));         // swapped in by my left neighbour
+  EXPECT_EQ(got[2 + n + left], T(left + 1000));  // set by my left neighbour
+  EXPECT_EQ(swapped, T(3 + 2 + c.rank()));       // the right peer's initial value
   c.free_device(out);
   c.free(words);
 }
 
-TEST(Rma, AtomicsInt32) { check_atomics<std::int32_t>(); }
-TEST(Rma, AtomicsUint32) { check_atomics<std::uint32_t>(); }
-TEST(Rma, AtomicsInt64) { check_atomics<std::int64_t>(); }
-TEST(Rma, AtomicsUint64) { check_atomics<std::uint64_t>(); }
+TEST(Rma, AtomicsInt32) {
+  check_atomics<std::int32_t>();
+}
+TEST(Rma, AtomicsUint32) {
+  check_atomics<std::uint32_t>();
+}
+TEST(Rma, AtomicsInt64) {
+  check_atomics<std::int64_t>();
+}
+TEST(Rma, AtomicsUint64) {
+  check_atomics<std::uint64_t>();
+}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -265,7 +295,8 @@ void barrier_kernel(DeviceComm dc, gnio::Team team, SymPtr<std::uint32_t> slots,
       }
       (void)dc.barrier<Coop>(team);
       for (int i = static_cast<int>(g.rank()); i < team.size; i += static_cast<int>(g.size()))
-        bad += gnio::dev::atomic_load(dc.local(slots + i), gnio::dev::Order::Relaxed) != static_cast<std::uint32_t>(k);
+        bad += gnio::dev::atomic_load(dc.local(slots + i), gnio::dev::Order::Relaxed) !=
+               static_cast<std::uint32_t>(k);
       (void)dc.sync<Coop>(team);
     }
     gnio::dev::atomic_fetch_add(errors, bad, gnio::dev::Order::Relaxed);
@@ -290,10 +321,18 @@ void check_barrier(const gnio::Team& team, int rounds) {
   c.free(slots);
 }
 
-TEST(Rma, BarrierWorldThread) { check_barrier<Thread>(comm().world(), 50); }
-TEST(Rma, BarrierWorldWarp) { check_barrier<Warp>(comm().world(), 50); }
-TEST(Rma, BarrierWorldBlock) { check_barrier<Block>(comm().world(), 50); }
-TEST(Rma, BarrierNodeTeam) { check_barrier<Thread>(comm().node_team(), 20); }
+TEST(Rma, BarrierWorldThread) {
+  check_barrier<Thread>(comm().world(), 50);
+}
+TEST(Rma, BarrierWorldWarp) {
+  check_barrier<Warp>(comm().world(), 50);
+}
+TEST(Rma, BarrierWorldBlock) {
+  check_barrier<Block>(comm().world(), 50);
+}
+TEST(Rma, BarrierNodeTeam) {
+  check_barrier<Thread>(comm().node_team(), 20);
+}
 TEST(Rma, BarrierSplitTeams) {
   gnio::Team odd_even = comm().split(comm().world(), comm().rank() % 2, -comm().rank());
   EXPECT_EQ(odd_even.size, (comm().size() + 1 - comm().rank() % 2) / 2);

@@ -44,10 +44,13 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
   applied_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
   peer_acked_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
   said_bye_ = std::make_unique<std::atomic<bool>[]>(size);
+  replies_sent_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
+  replies_queued_.assign(static_cast<std::size_t>(size), 0);
   for (int r = 0; r < size; ++r) {
     applied_[r] = 0;
     peer_acked_[r] = 0;
     said_bye_[r] = false;
+    replies_sent_[r] = 0;
   }
   sender_ = std::thread([this] { send_loop(); });
   receiver_ = std::thread([this] { receive_loop(); });
@@ -210,6 +213,9 @@ void Proxy::send_loop() {
         if (!send_frame(r.peer, r.frame, get_reply ? heap_base_ + r.frame.dst_offset : nullptr,
                         get_reply ? r.frame.bytes : 0))
           break;
+        // Release: the receiver applies nothing more from that peer before it sees this (see
+        // await_replies_sent), so the heap was read before anything the asker did next.
+        replies_sent_[r.peer].fetch_add(1, std::memory_order_release);
         busy = true;
       }
       for (std::uint64_t t : answered) {
@@ -299,6 +305,7 @@ bool Proxy::receive_frame(int peer) {
       return true;
     default: break;
   }
+  if (!v.is_reply() && !await_replies_sent(peer)) return false;
   if (v.kind == FrameKind::Get || v.kind == FrameKind::Atomic) {
     // Answered by this rank's sender; not counted in applied_ (the requester finishes these by
     // their reply, not by acks).
@@ -307,6 +314,7 @@ bool Proxy::receive_frame(int peer) {
       reply.type = kFrameAtomicReply;
       reply.value = apply_atomic(f);
     }
+    ++replies_queued_[static_cast<std::size_t>(peer)];
     {
       std::lock_guard<std::mutex> lock(replies_mutex_);
       replies_.push_back(Reply{peer, reply});
@@ -360,6 +368,15 @@ bool Proxy::receive_frame(int peer) {
   }
   applied_[peer].fetch_add(1, std::memory_order_release);
   nudge_sender();  // it owes the peer an ack
+  return true;
+}
+
+bool Proxy::await_replies_sent(int peer) {
+  const std::uint64_t queued = replies_queued_[static_cast<std::size_t>(peer)];
+  while (replies_sent_[peer].load(std::memory_order_acquire) < queued) {
+    if (failed() || stop_.load(std::memory_order_acquire)) return false;
+    std::this_thread::yield();
+  }
   return true;
 }
 

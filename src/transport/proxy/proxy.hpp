@@ -66,6 +66,11 @@ class Proxy {
   void receive_loop();
   /// Reads and applies one frame from `peer`; false when the connection ended or was rejected.
   bool receive_frame(int peer);
+  /// Waits until the sender has sent every reply this receiver queued for `peer` (a get's data is
+  /// read from the heap while it is sent): the asker may have sent the frame at hand after it
+  /// received such a reply, and that frame may write what the reply read. False when the
+  /// transport failed or is stopping.
+  bool await_replies_sent(int peer);
   /// Wakes the sender from its idle wait: the receiver queued something for it (a reply, an
   /// answered request, an ack to send or one received).
   void nudge_sender();
@@ -115,6 +120,9 @@ class Proxy {
   // Replies the receiver queued for the sender.
   std::mutex replies_mutex_;
   std::vector<Reply> replies_;
+  // Per peer: replies queued for it (receiver thread only) and sent to it (by the sender).
+  std::vector<std::uint64_t> replies_queued_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> replies_sent_;
   // The sender's idle wait (the device side cannot notify; the receiver can).
   std::mutex wake_mutex_;
   std::condition_variable wake_;
