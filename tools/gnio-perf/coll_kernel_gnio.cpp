@@ -120,8 +120,6 @@ class KernelCollBench {
     reps_ = opts_.reps ? opts_.reps : (quick ? 3 : 9);
     if (min_ < sizeof(float)) min_ = sizeof(float);
     if (max_ < min_) throw UsageError{"-e must be at least -b"};
-    if (factor_ < 2) throw UsageError{"-f must be at least 2"};
-    if (calls_ == 0) throw UsageError{"-n must be at least 1"};
   }
 
   int run() {
