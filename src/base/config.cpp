@@ -109,8 +109,9 @@ constexpr ConfigVar kVars[] = {
      "most streams per communicator that run collectives, each with its own channel (scratch, "
      "staging, call counters) allocated on the stream's first collective"},
     {"GNIO_COLL_SCRATCH", ConfigType::Size, "8M",
-     "symmetric scratch per collective channel: half LL packet slots (2 x node ranks), half ring "
-     "pipes (node ranks x 16 blocks x depth)"},
+     "symmetric scratch per collective channel: half LL packet slots (2 x ranks), half ring "
+     "pipes (ranks x 16 blocks x depth); a job on several nodes adds as much as the pipes again "
+     "for messages the proxy carries"},
     {"GNIO_COLL_STAGING", ConfigType::Size, "0",
      "per collective channel, twice (input and output): symmetric staging of buffers outside the "
      "heap for oneshot/twoshot; larger calls run in pieces of this size; 0 = 64M on GPUs, 16M on "

@@ -219,7 +219,7 @@ CollState& state(CommImpl& impl) {
 /// Allocates and clears a channel's buffers. Collective over all ranks.
 CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t id) {
   std::lock_guard<std::mutex> lock(impl.mutex);
-  const std::size_t slots = impl.node_ranks.size();
+  const std::size_t slots = static_cast<std::size_t>(impl.bootstrap->size());
   const std::size_t blocks = kCollMaxBlocks, pipe_blocks = kCollPipeBlocks;
   const Geometry geo = geometry(cfg, slots);
   // Staging also bounds the piece that one oneshot/twoshot kernel moves (the same on every rank):
@@ -254,12 +254,13 @@ CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t 
     return SymPtr<char>{impl.heap_id, 0, off};
   };
   ch.pipe = alloc_raw(slots * pipe_blocks * cfg.depth * geo.pipe_chunk);
+  if (impl.nodes > 1) ch.pipe_out = alloc_raw(slots * pipe_blocks * geo.pipe_chunk);
   ch.stage_in = alloc_raw(staging);
   ch.stage_out = alloc_raw(staging);
   // Every rank's words are clear before any peer can write into them.
   impl.bootstrap->barrier();
   GNIO_INFO(Coll,
-            "collective channel %u: %zu node ranks, LL slot %llu B, pipe %u x %llu B per peer and "
+            "collective channel %u: %zu ranks, LL slot %llu B, pipe %u x %llu B per peer and "
             "block, staging 2 x %zu B",
             id, slots, static_cast<unsigned long long>(geo.ll_slot), cfg.depth,
             static_cast<unsigned long long>(geo.pipe_chunk), staging);
@@ -301,10 +302,11 @@ void check_stream(const Comm& comm, StreamRef stream) {
       "rank %d: a %s stream was given to a collective on a communicator of the %s backend; "
       "use a gnio::Stream of this communicator",
       comm.rank(), stream.is_host() ? "host-backend" : "CUDA", to_string(comm.backend()));
-  if (comm.nodes() > 1)
+  if (comm.nodes() > 1 && !comm.impl()->proxy)
     fail(ErrorClass::Unsupported,
-         "rank %d: collectives over %d nodes need the network transport, which is not there yet; "
-         "collectives run among the ranks of one node",
+         "rank %d: collectives over %d nodes need the network transport to the other nodes, and "
+         "this communicator has none (GNIO_NET=none, or a backend that does not carry it yet: "
+         "docs/guide/multi-node.md)",
          comm.rank(), comm.nodes());
 }
 
@@ -608,13 +610,27 @@ CollArgs full_args(const Comm& comm, const Request& r) {
   return a;
 }
 
+/// The algorithm of a call: the forced one (GNIO_ALGO, coll_set_algorithm) or Auto's choice. A
+/// forced algorithm that needs peer memory gives way to Ring on a team that spans nodes (once
+/// said in the log): the same setting then works for a job on one node and on several.
 CollAlgo resolve(CollState& st, const CollComm& cc, const CollArgs& full) {
   CollAlgo a;
   {
     std::lock_guard<std::mutex> lock(st.mu);
     a = st.algos.forced[static_cast<int>(full.kind)];
   }
-  return a == CollAlgo::Auto ? cc.choose(full) : a;
+  if (a == CollAlgo::Auto) return cc.choose(full);
+  if (a != CollAlgo::Ring && !cc.peer_memory()) {
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      GNIO_WARN(Coll,
+                "rank %d: the forced %s algorithm needs every rank on one node; collectives over "
+                "ranks on several nodes run ring",
+                cc.dc.rank(), to_string(a));
+    });
+    return CollAlgo::Ring;
+  }
+  return a;
 }
 
 /// Blocks and threads of one launch; the same on every rank for the same call.
@@ -931,10 +947,11 @@ CollAlgo coll_algorithm(Comm& comm, CollKind kind, std::size_t count, DataType t
   r.type = type;
   r.count = count;
   CollComm cc;
+  cc.dc = comm.device_comm();
   cc.team = impl.world;
   cc.ll_max = st.cfg.ll_max;
   cc.oneshot_max = st.cfg.oneshot_max;
-  cc.ch.ll_slot_bytes = detail::geometry(st.cfg, impl.node_ranks.size()).ll_slot;
+  cc.ch.ll_slot_bytes = detail::geometry(st.cfg, static_cast<std::size_t>(comm.size())).ll_slot;
   return detail::resolve(st, cc, detail::full_args(comm, r));
 }
 

@@ -27,6 +27,7 @@
 #   sanitize-all memcheck, racecheck and synccheck on every GPU test but those that make CUDA
 #              fail on purpose (gpu_fault) or kill ranks (liveness: a killed target process makes
 #              the tool report the kill, not a defect); each capped at SANITIZE_ALL_S (default 400)
+#              (SANITIZE_TOOLS narrows the tools: a whole run outlasts one device call)
 #
 # Each step's output: ${OUT:-./out}/r/STEP.log; one status line per step in r/steps.txt (also
 # printed); r/ is packed into ${OUT}/all.tgz every 20 s and at the end, so a call cut short still
@@ -135,7 +136,7 @@ run_step() {
           --output-on-failure -R '^(coll_test_2_gpu|coll_algo_.*_gpu)$'
       done ;;
     sanitize-all)
-      for tool in memcheck racecheck synccheck; do
+      for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
         step "all-$tool" timeout "${SANITIZE_ALL_S:-400}" compute-sanitizer --tool "$tool" \
           --target-processes all --error-exitcode 86 ctest --test-dir "$B" -L gpu \
           -LE 'gpu_fault|liveness' --output-on-failure

@@ -5,6 +5,9 @@
 #include <chrono>
 
 #include "common/gnio_test.hpp"
+#if GNIO_NET_TEST_COLL
+#include "gnio/coll.hpp"
+#endif
 
 namespace rma_fault_test {
 
@@ -34,9 +37,8 @@ std::string expect_failure(gnio::ErrorClass cls, F launch_fn, double max_seconds
 }
 
 void wait_forever_kernel(DeviceComm dc, SymPtr<std::uint64_t> sig) {
-  gnio::launch(stream(), {.grid = 1, .block = 32}, [=] GNIO_HD() {
-    (void)dc.wait_signal<gnio::Warp>(sig, Cmp::Ge, 1);
-  });
+  gnio::launch(stream(), {.grid = 1, .block = 32},
+               [=] GNIO_HD() { (void)dc.wait_signal<gnio::Warp>(sig, Cmp::Ge, 1); });
 }
 
 TEST(Timeout, WaitSignalNamesCallSiteAndAddress) {
@@ -47,7 +49,8 @@ TEST(Timeout, WaitSignalNamesCallSiteAndAddress) {
   c.bootstrap().barrier();
   if (c.rank() == 0) {
     DeviceComm dc = c.device_comm();
-    std::string msg = expect_failure(gnio::ErrorClass::Timeout, [&] { wait_forever_kernel(dc, sig); }, 10);
+    std::string msg = expect_failure(
+        gnio::ErrorClass::Timeout, [&] { wait_forever_kernel(dc, sig); }, 10);
     EXPECT_NE(msg.find("wait_signal"), std::string::npos) << msg;
     EXPECT_NE(msg.find("rma_fault_test.cpp"), std::string::npos) << msg;
     EXPECT_NE(msg.find(">= 1"), std::string::npos) << msg;
@@ -66,7 +69,8 @@ TEST(Timeout, SyncNamesTheStalledRank) {
   c.bootstrap().barrier();
   if (c.rank() == 0) {
     DeviceComm dc = c.device_comm();
-    std::string msg = expect_failure(gnio::ErrorClass::Timeout, [&] { sync_kernel(dc); }, 10);
+    std::string msg = expect_failure(
+        gnio::ErrorClass::Timeout, [&] { sync_kernel(dc); }, 10);
     EXPECT_NE(msg.find("expected from rank 1"), std::string::npos) << msg;
     EXPECT_NE(msg.find("sync"), std::string::npos) << msg;
   }
@@ -82,7 +86,8 @@ TEST(BadInput, PeerOutOfRangeIsInvalidArgument) {
   SymPtr<std::uint8_t> buf = c.alloc<std::uint8_t>(64);
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
   DeviceComm dc = c.device_comm();
-  std::string msg = expect_failure(gnio::ErrorClass::InvalidArgument, [&] { put_to_kernel(dc, buf, src, c.size()); }, 10);
+  std::string msg = expect_failure(
+      gnio::ErrorClass::InvalidArgument, [&] { put_to_kernel(dc, buf, src, c.size()); }, 10);
   EXPECT_NE(msg.find("put"), std::string::npos) << msg;
   c.bootstrap().barrier();
 }
@@ -92,9 +97,34 @@ TEST(BadInput, OffsetBeyondHeapIsInvalidArgument) {
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
   DeviceComm dc = c.device_comm();
   SymPtr<std::uint8_t> beyond{dc.heap_id_, 0, dc.heap_bytes_ - 4};
-  expect_failure(gnio::ErrorClass::InvalidArgument, [&] { put_to_kernel(dc, beyond, src, 0); }, 10);
+  expect_failure(
+      gnio::ErrorClass::InvalidArgument, [&] { put_to_kernel(dc, beyond, src, 0); }, 10);
   c.bootstrap().barrier();
 }
+
+#if GNIO_NET_TEST_COLL
+// Collectives over the nodes need the network transport: without one the call is refused on the
+// host, before anything is enqueued, and the communicator stays usable. (Before the RMA case,
+// whose device error ends the communicator.)
+TEST(Unreachable, CollectivesAcrossNodesWithoutTransportAreUnsupported) {
+  gnio::Comm& c = comm();
+  ASSERT_EQ(c.nodes(), 2) << "run with gnio-run --nodes 2";
+  auto* buf = static_cast<float*>(c.alloc_device(64 * sizeof(float)));
+  std::string msg;
+  try {
+    gnio::allreduce(c, buf, buf, 64, gnio::DataType::F32, gnio::RedOp::Sum, stream());
+    ADD_FAILURE() << "expected Unsupported";
+  } catch (const gnio::Error& e) {
+    EXPECT_EQ(e.error_class(), gnio::ErrorClass::Unsupported) << e.what();
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("network transport"), std::string::npos) << msg;
+  EXPECT_FALSE(c.aborted());
+  c.synchronize(stream());  // nothing was enqueued; the stream still works
+  c.bootstrap().barrier();
+  c.free_device(buf);
+}
+#endif
 
 TEST(Unreachable, PeerOnAnotherNodeIsUnsupported) {
   gnio::Comm& c = comm();
@@ -103,7 +133,8 @@ TEST(Unreachable, PeerOnAnotherNodeIsUnsupported) {
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
   DeviceComm dc = c.device_comm();
   EXPECT_FALSE(dc.is_p2p(1 - c.rank()));
-  std::string msg = expect_failure(gnio::ErrorClass::Unsupported, [&] { put_to_kernel(dc, buf, src, 1 - c.rank()); }, 10);
+  std::string msg = expect_failure(
+      gnio::ErrorClass::Unsupported, [&] { put_to_kernel(dc, buf, src, 1 - c.rank()); }, 10);
   EXPECT_NE(msg.find("no transport"), std::string::npos) << msg;
   c.bootstrap().barrier();
 }

@@ -19,7 +19,9 @@
 //  * TwoShot (allreduce, broadcast, reduce): each rank reduces (or fetches) 1/n of the data from
 //    every peer and writes it into every peer's output (reduce-scatter + allgather).
 //  * Ring: pipelined through fixed-size scratch with per-block flow control; any size, any
-//    buffers (nothing but this rank touches them).
+//    buffers (nothing but this rank touches them). The only algorithm for teams that span nodes:
+//    a message to a peer on another node is a put_signal through the proxy (GNIO_NET), its
+//    consumption a signal back; Auto picks it there, and the others return Unsupported.
 //
 // Determinism: LL, OneShot and TwoShot reduce every element in team order (member 0, 1, ..., n-1)
 // with the same operations on every rank, so the result is bit-identical on every rank and
@@ -74,7 +76,7 @@ inline constexpr unsigned kCollPipeBlocks = 16;
 inline constexpr std::uint64_t kNotInHeap = ~std::uint64_t{0};
 
 /// One channel of a communicator's collective state: symmetric buffers with the same layout on
-/// every rank ("slots" are indexed by node-local rank). Filled by gnio::coll_comm().
+/// every rank ("slots" are indexed by world rank). Filled by gnio::coll_comm().
 struct CollChannel {
   SymPtr<std::uint64_t> epoch;   ///< [slots] calls made with each node peer (local use)
   SymPtr<std::uint64_t> credit;  ///< [slots] peer i finished its call number X with this rank
@@ -84,8 +86,11 @@ struct CollChannel {
   SymPtr<std::uint64_t> addr;    ///< [max_blocks][slots][2] offsets published by peers
   SymPtr<char> ll;               ///< [2][slots][ll_slot_bytes] LL packet slots
   SymPtr<char> pipe;             ///< [slots][pipe_blocks][pipe_depth][pipe_chunk] pipe slots
-  SymPtr<char> stage_in;         ///< [stage_bytes] host API staging of inputs
-  SymPtr<char> stage_out;        ///< [stage_bytes] staging of outputs / in-place temporaries
+  /// [slots][pipe_blocks][pipe_chunk] the message a worker is sending to a peer on another node
+  /// (the proxy reads it from here); only when the communicator spans nodes.
+  SymPtr<char> pipe_out;
+  SymPtr<char> stage_in;   ///< [stage_bytes] host API staging of inputs
+  SymPtr<char> stage_out;  ///< [stage_bytes] staging of outputs / in-place temporaries
   std::uint64_t ll_slot_bytes = 0;
   std::uint64_t pipe_chunk = 0;
   std::uint64_t stage_bytes = 0;
@@ -178,8 +183,11 @@ struct CollComm {
   /// The algorithm Auto picks for `a` on this team (the same on every rank).
   GNIO_HD CollAlgo choose(const detail::CollArgs& a) const;
   /// True when `algo` can run `a` (LL: fits a slot; TwoShot: all but reduce_scatter and
-  /// alltoallv; A2AV: Ring only).
+  /// alltoallv; A2AV: Ring only). Peer-memory requirements are peer_memory()'s.
   GNIO_HD bool supports(CollAlgo algo, const detail::CollArgs& a) const;
+  /// True when this rank can load and store every member's memory (the team lies on one node):
+  /// LL, OneShot and TwoShot need it; Ring does not.
+  GNIO_HD bool peer_memory() const;
   /// Runs one call as worker `w` of `W` (the host API's kernels: one block per worker, all blocks
   /// of the grid; the device API: one group, w = 0, W = 1). T/Op: element type and operator for
   /// the reducing kinds; std::uint8_t and detail::CopyOp for the others.

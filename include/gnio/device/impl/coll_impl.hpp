@@ -1,6 +1,6 @@
 // Definitions of CollComm's members (declared and documented in gnio/device/coll.hpp).
 //
-// Synchronisation state, per channel and per node peer ("slot"):
+// Synchronisation state, per channel and per peer ("slot", indexed by world rank):
 //  * epoch[slot]: how many calls this rank made with that peer on this channel. A call uses
 //    E = epoch + 1 for the pair; both ranks of a pair count the same calls (every member of a
 //    team counts every call of the team), so E agrees without communication. The worker that
@@ -13,7 +13,9 @@
 //    exceed every earlier one's and nothing is ever reset. OneShot/TwoShot use head for "ready"
 //    (step 1) and "done" (step 2); Ring pipes use head for messages posted and tail for messages
 //    consumed, and a sender drains its pipes (all consumed) before the call ends, so every call
-//    starts with empty pipes.
+//    starts with empty pipes. A pipe to a peer on another node is the same protocol carried by
+//    the proxy: a message is written into this rank's pipe_out and sent with put_signal (data,
+//    then the head flag), its consumption comes back as a signal on the tail flag.
 #pragma once
 
 #include "gnio/device/coll.hpp"
@@ -75,7 +77,11 @@ struct CollCall {
   }
 
   GNIO_HD_INLINE int world(int m) const { return cc.team.world_rank(m); }
-  GNIO_HD_INLINE int slot(int m) const { return cc.dc.local_index(world(m)); }
+  /// Member m's index in the channel's per-peer arrays (its world rank: every rank of the job,
+  /// whatever node it is on, has its own slot).
+  GNIO_HD_INLINE int slot(int m) const { return world(m); }
+  /// True when member m is on another node (reached through the proxy, not peer memory).
+  GNIO_HD_INLINE bool proxied(int m) const { return !cc.dc.is_p2p(world(m)); }
   /// This call's number for the pair (me, m).
   GNIO_HD_INLINE std::uint64_t epoch(int m) const { return epochs[slot(m)] + 1; }
   /// Index of this thread among all threads of all workers, and their number.
@@ -456,31 +462,56 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
 // Ring: pipes through the peers' scratch with flow control.
 
 /// The sending end of this worker's pipe to member d: message i goes into sub-slot i % depth of
-/// this rank's area in d's scratch once d consumed message i - depth.
+/// this rank's area in d's scratch once d consumed message i - depth. To a peer on another node
+/// the group writes the message into this worker's slot of pipe_out and the proxy puts it into
+/// the sub-slot.
 template <class Coop>
 struct PipeOut {
   CollCall<Coop>* c = nullptr;
   int d = 0;
   std::uint64_t e = 0, sent = 0;
-  char* base = nullptr;
-  GNIO_HD PipeOut(CollCall<Coop>& call, int dst) : c(&call), d(dst), e(call.epoch(dst)) {
+  char* base = nullptr;      ///< d's sub-slots (p2p) or this worker's pipe_out slot (proxied)
+  std::uint64_t remote = 0;  ///< heap offset of this rank's sub-slots in d's scratch
+  bool proxied = false;
+  GNIO_HD PipeOut(CollCall<Coop>& call, int dst)
+      : c(&call), d(dst), e(call.epoch(dst)), proxied(call.proxied(dst)) {
     const CollChannel& ch = call.cc.ch;
-    base = call.cc.dc.peer_ptr(ch.pipe, call.world(dst)) +
-           ((static_cast<std::uint64_t>(call.slot(call.me)) * ch.pipe_blocks + call.w) *
-            ch.pipe_depth) *
-               ch.pipe_chunk;
+    const std::uint64_t mine =
+        ((static_cast<std::uint64_t>(call.slot(call.me)) * ch.pipe_blocks + call.w) *
+         ch.pipe_depth) *
+        ch.pipe_chunk;
+    remote = ch.pipe.offset + mine;
+    base = proxied ? call.cc.dc.local(ch.pipe_out) +
+                         (static_cast<std::uint64_t>(call.slot(dst)) * ch.pipe_blocks + call.w) *
+                             ch.pipe_chunk
+                   : call.cc.dc.peer_ptr(ch.pipe, call.world(dst)) + mine;
   }
-  /// Waits for room; the slot of the next message.
+  /// Waits for room; where to write the next message.
   GNIO_HD char* acquire() {
     const CollChannel& ch = c->cc.ch;
     if (sent >= ch.pipe_depth)
       c->wait_ge(c->flag(ch.tail, d), progress(e, sent - ch.pipe_depth + 1), d);
-    return base + (sent % ch.pipe_depth) * ch.pipe_chunk;
+    return proxied ? base : base + (sent % ch.pipe_depth) * ch.pipe_chunk;
   }
-  /// After the group barrier that follows the writes: publishes the message.
-  GNIO_HD void post() {
+  /// After the group barrier that follows the writes: publishes the message (`bytes` of it).
+  /// Called by every member of the group.
+  GNIO_HD void post(std::size_t bytes) {
+    const CollChannel& ch = c->cc.ch;
+    const std::uint64_t at = (sent % ch.pipe_depth) * ch.pipe_chunk;
     ++sent;
-    if (c->g.leader()) c->signal(c->flag(c->cc.ch.head, c->me), progress(e, sent), d);
+    const SymPtr<std::uint64_t> head = c->flag(ch.head, c->me);
+    if (!proxied) {
+      if (c->g.leader()) c->signal(head, progress(e, sent), d);
+      return;
+    }
+    // Blocking (returns once the proxy has read and sent the slot), so the group may refill the
+    // slot at once. The receiver's consumption (tail) implies as much, but it travels back
+    // through another thread and the network, which order nothing for this rank's memory model
+    // (ThreadSanitizer saw the refill race the proxy's read); the ring's consumed counter does.
+    c->cc.dc.template proxy_put<Coop>(
+        proxy_desc(ProxyOp::PutSignal, c->world(d), base, remote + at, bytes, head.offset,
+                   progress(e, sent), SignalOp::Set),
+        true, c->name, c->site);
   }
   /// Waits until d consumed every message (so the next call starts with an empty pipe).
   GNIO_HD void drain() {
@@ -510,7 +541,12 @@ struct PipeIn {
   /// After the group barrier that follows the reads: frees the slot.
   GNIO_HD void release() {
     ++got;
-    if (c->g.leader()) c->signal(c->flag(c->cc.ch.tail, c->me), progress(e, got), s);
+    if (!c->g.leader()) return;
+    const SymPtr<std::uint64_t> tail = c->flag(c->cc.ch.tail, c->me);
+    if (c->proxied(s))
+      c->cc.dc.signal(tail, progress(e, got), SignalOp::Set, c->world(s), c->site);
+    else
+      c->signal(tail, progress(e, got), s);
   }
 };
 
@@ -590,7 +626,7 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
             for (std::size_t u = lo + gr; u < hi; u += gs)
               store_pack(slot + (u - lo) * kUnit, load_unit(src, u, bytes));
             c.g.sync();
-            po.post();
+            po.post((hi - lo) * kUnit);
           }
         }
         {  // receive slice j from s
@@ -683,7 +719,7 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
         if (what & kSend) store_pack(sslot + (u - lo) * kUnit, v);
       }
     c.g.sync();
-    if (what & kSend) po.post();
+    if (what & kSend) po.post((hi - lo) * kUnit);
     if (what & kRecv) pi.release();
   };
 
@@ -774,6 +810,8 @@ GNIO_HD void finish(CollCall<Coop>& c) {
       for (int m = 0; m < c.n; ++m) {
         if (m == c.me) continue;
         const std::uint64_t e = c.epoch(m);
+        epochs[c.slot(m)] = e;
+        if (c.proxied(m)) continue;  // no LL with peers on other nodes: nothing to credit
         // The credit only has to follow this rank's reads of its own LL slot (what m overwrites
         // once it sees the credit), and every value read was used before the group barrier
         // above. So on GPUs it goes without a release: a system-scope release would wait for
@@ -782,7 +820,6 @@ GNIO_HD void finish(CollCall<Coop>& c) {
         // (free on x86; on weaker CPUs it orders the reads formally).
         dev::atomic_store(c.cc.dc.peer_ptr(c.cc.ch.credit + c.slot(c.me), c.world(m)), e,
                           kCreditOrder);
-        epochs[c.slot(m)] = e;
       }
     }
   }
@@ -806,8 +843,14 @@ GNIO_HD inline bool CollComm::supports(CollAlgo algo, const detail::CollArgs& a)
   return false;
 }
 
+GNIO_HD inline bool CollComm::peer_memory() const {
+  for (int m = 0; m < team.size; ++m)
+    if (!dc.is_p2p(team.world_rank(m))) return false;
+  return true;
+}
+
 GNIO_HD inline CollAlgo CollComm::choose(const detail::CollArgs& a) const {
-  if (a.kind == CollKind::AllToAllV) return CollAlgo::Ring;
+  if (a.kind == CollKind::AllToAllV || !peer_memory()) return CollAlgo::Ring;
   const std::uint64_t n = static_cast<std::uint64_t>(team.size > 0 ? team.size : 1);
   // The larger of this rank's input and output.
   const bool gathered = a.kind == CollKind::AllGather || a.kind == CollKind::ReduceScatter ||
@@ -843,11 +886,12 @@ GNIO_HD Status CollComm::run_algo(const detail::CollArgs& args, unsigned w, unsi
              detail::kNotInHeap, a.bytes, a.algo == CollAlgo::LL ? ch.ll_slot_bytes / 2 : 0);
     return Status::InvalidArgument;
   }
-  for (int m = 0; m < team.size; ++m)
-    if (c.slot(m) < 0) {  // not load/store accessible (another node): no transport yet
-      if (c.g.leader()) c.fail(Status::Unsupported, m, detail::kNotInHeap, 0, 0);
-      return Status::Unsupported;
-    }
+  if (a.algo != CollAlgo::Ring)
+    for (int m = 0; m < team.size; ++m)
+      if (c.proxied(m)) {  // on another node: only Ring reaches it (through the proxy)
+        if (c.g.leader()) c.fail(Status::Unsupported, m, detail::kNotInHeap, 0, 0);
+        return Status::Unsupported;
+      }
   if (team.size == 1) {
     detail::self_exec(c);
     c.g.sync();
