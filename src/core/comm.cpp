@@ -186,7 +186,8 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
          rank, to_string(backend_kind));
   if (nodes > 1 && (net == "tcp" || (net == "auto" && backend_kind == Backend::Host)))
     proxy = std::make_unique<proxy::Proxy>(*backend, *bootstrap, node_of_rank, heap->local_base(),
-                                           heap->mapped(), control, timeout_s);
+                                           heap->mapped(), control, timeout_s,
+                                           [this](int r) { on_link_lost(r); });
 
   // Last, so a failure above leaves no watcher to say goodbye for a rank that never got here.
   const double heartbeat_s = config_seconds("GNIO_HEARTBEAT_INTERVAL");
@@ -345,6 +346,15 @@ void CommImpl::dump_flight(FlightDump reason, const std::string& detail) noexcep
   }
 }
 
+void CommImpl::on_link_lost(int rank) noexcept {
+  std::lock_guard<std::mutex> lock(loss_mutex);
+  // A rank the watcher declared lost, or any earlier abort, keeps its code and rank.
+  if (lost_rank >= 0 || dev::atomic_load(&control->abort, dev::Order::Acquire) != 0) return;
+  // Device waits read failed_rank only after they see kAbortPeerLost (acquire).
+  dev::atomic_store(&control->failed_rank, static_cast<std::uint32_t>(rank), dev::Order::Relaxed);
+  dev::atomic_store(&control->abort, kAbortPeerLost, dev::Order::Release);
+}
+
 void CommImpl::check_alive() const {
   if (!peer_lost.load(std::memory_order_acquire)) return;
   std::string what;
@@ -381,8 +391,8 @@ void CommImpl::check() const {
              "rank %d: %s targeted rank %d, which no transport reaches (it is on another node and "
              "%s)",
              r.rank, where.c_str(), r.peer,
-             proxy ? "the tcp transport does not carry this operation yet: collectives reach only "
-                     "this node's ranks"
+             proxy ? "this collective algorithm loads and stores peers' memory, which only ranks "
+                     "of one node can; across nodes collectives run ring (CollAlgo::Auto or Ring)"
                    : "no network transport is configured: GNIO_NET=none, or the cuda backend");
       case Status::InvalidArgument:
         fail(ErrorClass::InvalidArgument,

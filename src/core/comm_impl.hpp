@@ -42,6 +42,11 @@ class CommImpl {
   /// The liveness watcher's report (on its thread): records the first lost rank, aborts device
   /// waits (Status::RemoteError) and fails every pending and later bootstrap call.
   void on_peer_lost(int rank, const std::string& what) noexcept;
+  /// The proxy lost its connection to `rank` (no goodbye, or a send failed): unless the
+  /// communicator already aborted, device waits end with RemoteError naming `rank`. The host
+  /// error is the proxy's own (Proxy::check); the bootstrap is left alone (a cut link is not
+  /// necessarily a dead rank).
+  void on_link_lost(int rank) noexcept;
   /// Adds `e` to the flight recorder (nothing when GNIO_FLIGHT_RECORDER=0).
   void record(const FlightEntry& e) noexcept { flight.record(e); }
   /// Writes this rank's flight-recorder dump, once per `reason` class (a job that keeps calling

@@ -18,7 +18,8 @@
 namespace gnio::proxy {
 
 Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
-             char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, double timeout_s)
+             char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, double timeout_s,
+             std::function<void(int)> on_link_lost)
     : backend_(backend),
       mesh_(bs, node_of_rank, timeout_s),
       rank_(bs.rank()),
@@ -27,6 +28,7 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
       heap_base_(heap_base),
       heap_bytes_(heap_bytes),
       control_(control),
+      on_link_lost_(std::move(on_link_lost)),
       timeout_s_(timeout_s) {
   const long long slots = config_int("GNIO_PROXY_SLOTS");
   GNIO_REQUIRE(slots >= 2 && slots <= 65536 && (slots & (slots - 1)) == 0,
@@ -137,11 +139,13 @@ void Proxy::send_loop() {
     data_sent[peer] += bytes;
     if (bootstrap::send_all(fd, &f, sizeof(f), data, bytes, Deadline::after(timeout_s_), &err) !=
         bootstrap::IoStatus::Ok) {
-      if (!stop_.load(std::memory_order_acquire))
+      if (!stop_.load(std::memory_order_acquire)) {
+        if (on_link_lost_) on_link_lost_(peer);
         fail_transport(
             format("rank %d: tcp transport: sending to rank %d failed (%s); that rank "
                    "failed or rejected an operation (see its log)",
                    rank_, peer, err ? std::strerror(err) : "timeout"));
+      }
       return false;
     }
     return true;
@@ -275,11 +279,13 @@ bool Proxy::receive_frame(int peer) {
   int err = 0;
   const bootstrap::IoStatus st = bootstrap::recv_all(fd, &f, sizeof(f), deadline, &err);
   if (st != bootstrap::IoStatus::Ok) {
-    if (!said_bye_[peer].load() && !stop_.load(std::memory_order_acquire))
+    if (!said_bye_[peer].load() && !stop_.load(std::memory_order_acquire)) {
+      if (on_link_lost_) on_link_lost_(peer);
       fail_transport(
           format("rank %d: tcp transport: the connection from rank %d ended (%s); that "
                  "rank failed or rejected an operation (see its log)",
                  rank_, peer, st == bootstrap::IoStatus::Closed ? "closed" : std::strerror(err)));
+    }
     return false;
   }
   // Nothing of a frame that fails a check is written; the connection is closed so the sender

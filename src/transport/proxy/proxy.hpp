@@ -19,6 +19,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,9 +40,13 @@ namespace gnio::proxy {
 class Proxy {
  public:
   /// Collective over every rank (connects the mesh). `heap_base` is this rank's symmetric heap;
-  /// `control` receives the abort word when the transport fails.
+  /// `control` receives the abort word when the transport fails. `on_link_lost(peer)` is called
+  /// (from a proxy thread) when the connection to `peer` ends without a goodbye or a send to it
+  /// fails, before the transport fails: the owner records `peer` as the rank whose loss aborts
+  /// the device side (waits then return RemoteError naming it).
   Proxy(platform::Backend& backend, Bootstrap& bootstrap, const std::vector<int>& node_of_rank,
-        char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, double timeout_s);
+        char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, double timeout_s,
+        std::function<void(int)> on_link_lost);
   /// Says goodbye to every peer, stops the threads and frees the ring. Call after the final
   /// barrier (every rank drained), so no peer takes the closed connections for a failure.
   ~Proxy();
@@ -104,6 +109,7 @@ class Proxy {
   char* heap_base_;
   std::atomic<std::uint64_t> heap_bytes_;
   DeviceControl* control_;
+  std::function<void(int)> on_link_lost_;
   double timeout_s_;
   void* ring_memory_ = nullptr;
   ProxyRing* ring_ = nullptr;
