@@ -405,8 +405,12 @@ void CommImpl::check() const {
              static_cast<unsigned>(r.status), where.c_str());
     }
   }
-  if (aborted.load())
+  if (aborted.load()) {
+    // A lost rank or a transport failure recorded since the checks above says more.
+    check_alive();
+    if (proxy) proxy->check();
     fail(ErrorClass::RemoteError, "rank %d: the communicator was aborted", bootstrap->rank());
+  }
 }
 
 }  // namespace detail

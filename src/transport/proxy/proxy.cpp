@@ -87,7 +87,7 @@ void Proxy::check() const {
   fail(ErrorClass::RemoteError, "%s. The communicator is aborted: destroy it", what.c_str());
 }
 
-void Proxy::fail_transport(const std::string& what) {
+void Proxy::fail_transport(const std::string& what, int lost_peer) {
   {
     std::lock_guard<std::mutex> lock(error_mutex_);
     if (failed_.load(std::memory_order_relaxed)) {
@@ -95,11 +95,13 @@ void Proxy::fail_transport(const std::string& what) {
       return;
     }
     error_ = what;
-    // Device waits (credits, quiet, signals that will never come) end now. A lost-rank abort
-    // that came first keeps its code and rank. Before failed_: whoever sees the failure sees the
-    // communicator aborted.
-    dev::atomic_compare_swap(&control_->abort, 0u, kAbortDeviceError, dev::Order::AcqRel);
+    // Before the abort word: a host check that follows a device wait ended by it reports this
+    // failure, not an anonymous abort.
     failed_.store(true, std::memory_order_release);
+    // Device waits (credits, quiet, signals that will never come) end now, naming the peer
+    // whose link was lost. A lost-rank abort that came first keeps its code and rank.
+    if (lost_peer >= 0 && on_link_lost_) on_link_lost_(lost_peer);
+    dev::atomic_compare_swap(&control_->abort, 0u, kAbortDeviceError, dev::Order::AcqRel);
   }
   GNIO_WARN(Proxy, "%s", what.c_str());
 }
@@ -121,6 +123,13 @@ void Proxy::send_loop() {
   auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes) {
     int err = 0;
     const int fd = mesh_.fd(peer);
+    // A frame can make the peer answer with data this rank's receiver writes into memory that
+    // device code read before it posted the frame's descriptor (a ring message's slot, freed by
+    // the tail signal this frame carries). Device code -> this thread is ordered by the ring
+    // slot's sequence word; this release, acquired by the receiver before it writes anything,
+    // carries that order on to the receiver thread (the network round trip orders it in time
+    // only, which the memory model does not count).
+    frames_sending_.fetch_add(1, std::memory_order_release);
     if (cut_after && data_sent[peer] + bytes > cut_after) {
       // The frame and part of its data go out, then the link breaks: the receiver must report
       // the loss and must not apply the operation.
@@ -139,13 +148,11 @@ void Proxy::send_loop() {
     data_sent[peer] += bytes;
     if (bootstrap::send_all(fd, &f, sizeof(f), data, bytes, Deadline::after(timeout_s_), &err) !=
         bootstrap::IoStatus::Ok) {
-      if (!stop_.load(std::memory_order_acquire)) {
-        if (on_link_lost_) on_link_lost_(peer);
-        fail_transport(
-            format("rank %d: tcp transport: sending to rank %d failed (%s); that rank "
-                   "failed or rejected an operation (see its log)",
-                   rank_, peer, err ? std::strerror(err) : "timeout"));
-      }
+      if (!stop_.load(std::memory_order_acquire))
+        fail_transport(format("rank %d: tcp transport: sending to rank %d failed (%s); that rank "
+                              "failed or rejected an operation (see its log)",
+                              rank_, peer, err ? std::strerror(err) : "timeout"),
+                       peer);
       return false;
     }
     return true;
@@ -279,15 +286,16 @@ bool Proxy::receive_frame(int peer) {
   int err = 0;
   const bootstrap::IoStatus st = bootstrap::recv_all(fd, &f, sizeof(f), deadline, &err);
   if (st != bootstrap::IoStatus::Ok) {
-    if (!said_bye_[peer].load() && !stop_.load(std::memory_order_acquire)) {
-      if (on_link_lost_) on_link_lost_(peer);
+    if (!said_bye_[peer].load() && !stop_.load(std::memory_order_acquire))
       fail_transport(
           format("rank %d: tcp transport: the connection from rank %d ended (%s); that "
                  "rank failed or rejected an operation (see its log)",
-                 rank_, peer, st == bootstrap::IoStatus::Closed ? "closed" : std::strerror(err)));
-    }
+                 rank_, peer, st == bootstrap::IoStatus::Closed ? "closed" : std::strerror(err)),
+          peer);
     return false;
   }
+  // The frame is here, so whatever this rank sent that it answers was sent: see send_frame.
+  (void)frames_sending_.load(std::memory_order_acquire);
   // Nothing of a frame that fails a check is written; the connection is closed so the sender
   // learns of it, and the communicator aborts.
   auto reject = [&](const char* why) {

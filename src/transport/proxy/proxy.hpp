@@ -80,7 +80,7 @@ class Proxy {
   /// answered request, an ack to send or one received).
   void nudge_sender();
   /// Records the first failure, aborts device waits; later ones are only logged.
-  void fail_transport(const std::string& what);
+  void fail_transport(const std::string& what, int lost_peer = -1);
   /// Applies an Atomic frame to this rank's heap; returns the old value (zero-extended).
   std::uint64_t apply_atomic(const Frame& f);
   /// Takes the open request `ticket` if `peer` owes its reply and it is a get (of `bytes`) or an
@@ -133,6 +133,9 @@ class Proxy {
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool wake_pending_ = false;
+  /// Frames the sender thread has begun to send (released before each send, acquired by the
+  /// receiver before it applies a frame; see send_loop).
+  std::atomic<std::uint64_t> frames_sending_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};
   mutable std::mutex error_mutex_;
