@@ -306,9 +306,7 @@ void CommImpl::on_peer_lost(int rank, const std::string& what) noexcept {
   GNIO_WARN(Init, "rank %d: %s; aborting the communicator", bootstrap->rank(), what.c_str());
   peer_lost.store(true, std::memory_order_release);
   aborted.store(true);
-  // Device waits read failed_rank only after they see kAbortPeerLost (acquire).
-  dev::atomic_store(&control->failed_rank, static_cast<std::uint32_t>(rank), dev::Order::Relaxed);
-  dev::atomic_store(&control->abort, kAbortPeerLost, dev::Order::Release);
+  abort_device_for(rank);
   // After the abort word: writing the file must not delay stopping the device waits.
   dump_flight(FlightDump::PeerLost, what);
   // Bootstrap calls waiting on the dead rank (or on ranks waiting on it) end now, not at
@@ -350,6 +348,10 @@ void CommImpl::on_link_lost(int rank) noexcept {
   std::lock_guard<std::mutex> lock(loss_mutex);
   // A rank the watcher declared lost, or any earlier abort, keeps its code and rank.
   if (lost_rank >= 0 || dev::atomic_load(&control->abort, dev::Order::Acquire) != 0) return;
+  abort_device_for(rank);
+}
+
+void CommImpl::abort_device_for(int rank) noexcept {
   // Device waits read failed_rank only after they see kAbortPeerLost (acquire).
   dev::atomic_store(&control->failed_rank, static_cast<std::uint32_t>(rank), dev::Order::Relaxed);
   dev::atomic_store(&control->abort, kAbortPeerLost, dev::Order::Release);

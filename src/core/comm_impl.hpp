@@ -47,6 +47,8 @@ class CommImpl {
   /// error is the proxy's own (Proxy::check); the bootstrap is left alone (a cut link is not
   /// necessarily a dead rank).
   void on_link_lost(int rank) noexcept;
+  /// Ends device waits with Status::RemoteError, DeviceComm::failed_rank() = `rank`.
+  void abort_device_for(int rank) noexcept;
   /// Adds `e` to the flight recorder (nothing when GNIO_FLIGHT_RECORDER=0).
   void record(const FlightEntry& e) noexcept { flight.record(e); }
   /// Writes this rank's flight-recorder dump, once per `reason` class (a job that keeps calling

@@ -249,10 +249,11 @@ struct DeviceComm {
                                      std::uint64_t value, std::uint64_t expected, int peer,
                                      bool fetch, const char* op, CallSite site) const;
   /// put/put_nbi/put_signal to a peer that is not p2p-mapped: the group's leader posts one
-  /// descriptor (after the whole group reached the call, so the source is complete).
+  /// descriptor (after the whole group reached the call, so the source is complete) unless its
+  /// `post` is false (the group still meets at both barriers).
   template <class Coop>
-  GNIO_HD void proxy_put(const ProxyDesc& desc, bool wait_consumed, const char* op,
-                         CallSite site) const;
+  GNIO_HD void proxy_put(const ProxyDesc& desc, bool wait_consumed, const char* op, CallSite site,
+                         bool post = true) const;
   /// quiet()'s wait for every operation posted to the proxy so far to be applied remotely.
   GNIO_HD void proxy_quiet() const;
   /// Classifies and records why a target was refused (InvalidArgument or Unsupported).

@@ -41,9 +41,9 @@ class Proxy {
  public:
   /// Collective over every rank (connects the mesh). `heap_base` is this rank's symmetric heap;
   /// `control` receives the abort word when the transport fails. `on_link_lost(peer)` is called
-  /// (from a proxy thread) when the connection to `peer` ends without a goodbye or a send to it
-  /// fails, before the transport fails: the owner records `peer` as the rank whose loss aborts
-  /// the device side (waits then return RemoteError naming it).
+  /// (from a proxy thread) when the transport fails because the connection to `peer` ended
+  /// without a goodbye or a send to it failed, before the generic abort: the owner records
+  /// `peer` as the rank whose loss aborts the device side (waits return RemoteError naming it).
   Proxy(platform::Backend& backend, Bootstrap& bootstrap, const std::vector<int>& node_of_rank,
         char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, double timeout_s,
         std::function<void(int)> on_link_lost);
@@ -79,7 +79,8 @@ class Proxy {
   /// Wakes the sender from its idle wait: the receiver queued something for it (a reply, an
   /// answered request, an ack to send or one received).
   void nudge_sender();
-  /// Records the first failure, aborts device waits; later ones are only logged.
+  /// Records the first failure, aborts device waits (naming `lost_peer` through on_link_lost when
+  /// the failure is the loss of that peer's link); later ones are only logged.
   void fail_transport(const std::string& what, int lost_peer = -1);
   /// Applies an Atomic frame to this rank's heap; returns the old value (zero-extended).
   std::uint64_t apply_atomic(const Frame& f);

@@ -506,19 +506,15 @@ struct PipeOut {
     }
     // Only a leader whose waits succeeded posts: after a failure the waits return at once, and
     // d may still be reading the sub-slot (the p2p path skips its stores the same way).
-    // Blocking (returns once the proxy has read and sent the slot), so the group may refill the
-    // slot after the barrier below. The receiver's consumption (tail) implies as much, but it
+    // Blocking (returns to the group once the proxy has read and sent the slot), so the group
+    // may refill the slot at once. The receiver's consumption (tail) implies as much, but it
     // travels back through another thread and the network, which order nothing for this rank's
     // memory model (ThreadSanitizer saw the refill race the proxy's read); the ring's consumed
     // counter does.
-    const DeviceComm& dc = c->cc.dc;
-    if (c->g.leader() && c->st == Status::Ok &&
-        dc.proxy_target(c->name, c->world(d), remote + at, bytes, c->site) &&
-        dc.proxy_target(c->name, c->world(d), head.offset, sizeof(std::uint64_t), c->site))
-      (void)dc.proxy_post(proxy_desc(ProxyOp::PutSignal, c->world(d), base, remote + at, bytes,
-                                     head.offset, progress(e, sent), SignalOp::Set),
-                          true, c->name, c->site);
-    c->g.sync();
+    c->cc.dc.template proxy_put<Coop>(
+        proxy_desc(ProxyOp::PutSignal, c->world(d), base, remote + at, bytes, head.offset,
+                   progress(e, sent), SignalOp::Set),
+        true, c->name, c->site, c->st == Status::Ok);
   }
   /// Waits until d consumed every message (so the next call starts with an empty pipe).
   GNIO_HD void drain() {

@@ -143,11 +143,12 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
 
 template <class Coop>
 GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_put(const ProxyDesc& desc, bool wait_consumed,
-                                                        const char* op, CallSite site) const {
+                                                        const char* op, CallSite site,
+                                                        bool post) const {
   const Coop g{};
   // Every member's part of the source is written before the leader hands it to the proxy.
   g.sync();
-  if (g.leader() && proxy_target(op, desc.peer, desc.dst_offset, desc.bytes, site) &&
+  if (g.leader() && post && proxy_target(op, desc.peer, desc.dst_offset, desc.bytes, site) &&
       (desc.op != static_cast<std::uint32_t>(ProxyOp::PutSignal) ||
        proxy_target(op, desc.peer, desc.sig_offset, sizeof(std::uint64_t), site)))
     (void)proxy_post(desc, wait_consumed, op, site);
