@@ -28,7 +28,12 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_BACKEND", ConfigType::Enum, "auto",
      "platform backend {auto, cuda, host}; auto takes cuda when a GPU is visible"},
     {"GNIO_DEVICE", ConfigType::Int, "-1",
-     "GPU ordinal for this rank; -1 = LOCAL_RANK modulo the GPU count"},
+     "GPU ordinal for this rank; -1 = LOCAL_RANK modulo the GPU count (under gnio-run --nodes, "
+     "the rank's index on this machine modulo the GPU count, so simulated nodes use distinct "
+     "GPUs)"},
+    {"GNIO_MACHINE_LOCAL_RANK", ConfigType::Int, "-1",
+     "set by gnio-run --nodes: the rank's index among the ranks on this machine (its simulated "
+     "nodes all run here); picks the GPU when GNIO_DEVICE is -1; -1 = not set"},
     // waits
     {"GNIO_TIMEOUT", ConfigType::Seconds, "120",
      "deadline of every device and host wait on a peer; 0 = wait forever (abort still works)"},
@@ -57,14 +62,18 @@ constexpr ConfigVar kVars[] = {
     // transports
     {"GNIO_NET", ConfigType::Enum, "auto",
      "network transport to ranks on other nodes {auto, tcp, none}: tcp = proxy thread + one TCP "
-     "connection per peer pair (every device operation: put, get, put_signal, signal, atomics, "
-     "fence, "
-     "quiet, team sync; not collectives yet); auto = tcp on "
-     "the host backend when the job spans nodes, none on GPUs (not carried there yet); none = "
-     "operations on other nodes fail with Unsupported"},
+     "connection per peer pair (every device operation and every collective); auto = tcp when the "
+     "job spans nodes; none = operations on other nodes fail with Unsupported"},
     {"GNIO_PROXY_SLOTS", ConfigType::Int, "256",
      "proxy command ring: descriptors in flight per communicator (a power of two, 2..65536); a "
      "device thread that finds it full waits for a credit"},
+    {"GNIO_PROXY_STAGING", ConfigType::Enum, "auto",
+     "how the proxy moves data {auto, always}: auto = directly where it can address the memory "
+     "(host backend), through page-locked bounce buffers for GPU memory; always = bounce buffers "
+     "on the host backend too (tests of the GPU path on CPUs)"},
+    {"GNIO_PROXY_CHUNK", ConfigType::Size, "1M",
+     "size of each of the proxy's two bounce buffers per thread: staged data moves in chunks of "
+     "this size, the copy of one overlapping the socket transfer of the other"},
     {"GNIO_NET_CUT_AFTER", ConfigType::Size, "0",
      "fault injection for tests: the tcp transport cuts its connection to a peer (shutdown) in the "
      "middle of the put data that takes the bytes sent to that peer past this many; 0 = off"},

@@ -137,6 +137,9 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
           "use GNIO_BACKEND=host to run on CPUs",
           rank);
     long long dev = options.device >= 0 ? options.device : config_int("GNIO_DEVICE");
+    // Simulated nodes (gnio-run --nodes) share this machine's GPUs: index by machine, not node.
+    const long long machine_rank = config_int("GNIO_MACHINE_LOCAL_RANK");
+    if (dev < 0 && machine_rank >= 0) dev = machine_rank % count;
     if (dev < 0) dev = (info.local_rank >= 0 ? info.local_rank : local_rank) % count;
     GNIO_REQUIRE(dev < count, "rank %d: GPU %lld requested (GNIO_DEVICE) but only %d are visible",
                  rank, dev, count);
@@ -173,20 +176,13 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   world = make_team(all);
   node_team = make_team(node_ranks);
 
-  // The network transport (collective: every rank joins the mesh). Host backend only for now: on
-  // GPUs the proxy would need host-pinned rings and staged device memory
-  // (docs/guide/multi-node.md).
+  // The network transport (collective: every rank joins the mesh).
   const std::string net = config_text("GNIO_NET");
   if (net != "auto" && net != "tcp" && net != "none")
     fail(ErrorClass::InvalidArgument, "GNIO_NET='%s' is not one of auto, tcp, none", net.c_str());
-  if (nodes > 1 && net == "tcp" && backend_kind != Backend::Host)
-    fail(ErrorClass::Unsupported,
-         "rank %d: GNIO_NET=tcp is not carried on the %s backend yet; use GNIO_NET=none (peers on "
-         "other nodes then fail with Unsupported) or the host backend",
-         rank, to_string(backend_kind));
-  if (nodes > 1 && (net == "tcp" || (net == "auto" && backend_kind == Backend::Host)))
+  if (nodes > 1 && net != "none")
     proxy = std::make_unique<proxy::Proxy>(*backend, *bootstrap, node_of_rank, heap->local_base(),
-                                           heap->mapped(), control, timeout_s,
+                                           heap->mapped(), control, internal_stream(), timeout_s,
                                            [this](int r) { on_link_lost(r); });
 
   // Last, so a failure above leaves no watcher to say goodbye for a rank that never got here.
@@ -683,7 +679,7 @@ DeviceComm Comm::device_comm() const {
   d.control_ = c.control;
   d.stall_claim_ = reinterpret_cast<std::uint32_t*>(c.heap->local_base() + c.stall_claim.offset);
   d.timeout_ns_ = static_cast<std::uint64_t>(c.timeout_s * 1e9);
-  d.proxy_ = c.proxy ? c.proxy->ring() : nullptr;
+  d.proxy_ = c.proxy ? c.proxy->handle() : ProxyHandle{};
   d.world_ = c.world;
   d.node_ = c.node_team;
   return d;

@@ -20,9 +20,10 @@ const char* to_string(BackendKind k) noexcept;
 /// (host: memfd; cuda: VMM allocation exported as a POSIX fd), passed to peers over a Unix socket,
 /// and mapped by everyone at a fixed virtual address.
 struct ShareableChunk {
-  int fd = -1;             ///< owned by whoever holds the struct; close with close_chunk()
-  std::size_t bytes = 0;   ///< multiple of Backend::granularity()
-  std::uint64_t handle = 0;  ///< backend's own handle to the local allocation (cuda: CUmemGenericAllocationHandle)
+  int fd = -1;            ///< owned by whoever holds the struct; close with close_chunk()
+  std::size_t bytes = 0;  ///< multiple of Backend::granularity()
+  std::uint64_t handle =
+      0;  ///< backend's own handle to the local allocation (cuda: CUmemGenericAllocationHandle)
 };
 
 /// How a user buffer registered with Comm::register_buffer is shared with node peers.
@@ -62,6 +63,15 @@ struct ImportedBuffer {
   std::size_t mapping_bytes = 0;  ///< bytes mapped at `mapping`
   BufferShareKind kind = BufferShareKind::None;
   std::uint64_t handle = 0;  ///< cuda VMM: the imported CUmemGenericAllocationHandle
+};
+
+/// What Backend::word_atomic does to a word (`operand` and `expected` as named).
+enum class WordOp : std::uint32_t {
+  Load,         ///< reads it
+  Store,        ///< writes `operand`
+  Add,          ///< adds `operand` (wrapping)
+  Exchange,     ///< writes `operand`
+  CompareSwap,  ///< writes `operand` if it holds `expected`
 };
 
 class Backend {
@@ -134,6 +144,17 @@ class Backend {
   virtual void fill(void* dst, int value, std::size_t n, StreamRef s) = 0;
   /// Waits for all device work of this rank on every stream.
   virtual void device_synchronize() = 0;
+
+  // ---- a word updated from the host, atomically with respect to device code ------------------
+  /// Applies `op` to the `width`-byte (4 or 8) naturally aligned word at `word` (memory this
+  /// rank's device reaches: its heap, device or host-mapped memory), atomically with respect to
+  /// device code updating the same word, in stream order on `s` (after every copy queued before
+  /// it, so a signal updated this way is seen only after the data copied ahead of it). Writes the
+  /// old value, zero-extended, to `*old` (host-mapped memory; may be null) when `s` reaches it:
+  /// synchronize `s` before reading it. This is how a proxy thread applies signals and remote
+  /// atomics to GPU memory it cannot address.
+  virtual void word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
+                           std::uint64_t expected, std::uint64_t* old, StreamRef s) = 0;
 };
 
 /// The host backend (always available).

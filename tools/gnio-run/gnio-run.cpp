@@ -421,8 +421,11 @@ class JobEnvironment {
         {"MASTER_PORT", std::to_string(master_port_)},
     };
     if (!token_.empty()) set.emplace_back("GNIO_JOB_TOKEN", token_);
-    if (opt_.nodes > 0)
+    if (opt_.nodes > 0) {
       set.emplace_back("GNIO_NODE_ID", node_base_ + "/sim" + std::to_string(node));
+      // Every simulated node runs on this machine: GPUs are picked by this index, not LOCAL_RANK.
+      set.emplace_back("GNIO_MACHINE_LOCAL_RANK", std::to_string(rank));
+    }
 
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {

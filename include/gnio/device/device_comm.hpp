@@ -73,8 +73,9 @@ struct DeviceComm {
   std::uint32_t* stall_claim_ = nullptr;
   std::uint64_t timeout_ns_ = 0;  ///< 0 = no deadline
   // ---- proxy transport ---------------------------------------------------------------------
-  /// Command ring of the proxy thread that reaches peers on other nodes; nullptr = none.
-  ProxyRing* proxy_ = nullptr;
+  /// Command ring of the proxy thread that reaches peers on other nodes; proxy_.ring == nullptr
+  /// = none.
+  ProxyHandle proxy_{};
   // ---- teams -------------------------------------------------------------------------------
   Team world_{};
   Team node_{};
@@ -102,7 +103,7 @@ struct DeviceComm {
   }
   /// How `peer` is reached.
   GNIO_HD_INLINE Route route(int peer) const {
-    return local_index(peer) >= 0 ? Route::P2P : proxy_ ? Route::Proxy : Route::None;
+    return local_index(peer) >= 0 ? Route::P2P : proxy_.ring ? Route::Proxy : Route::None;
   }
   /// True when `peer`'s memory can be loaded and stored directly (same node).
   GNIO_HD_INLINE bool is_p2p(int peer) const { return local_index(peer) >= 0; }

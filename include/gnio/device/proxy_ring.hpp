@@ -2,11 +2,13 @@
 // host's proxy thread (src/transport/proxy/). The ring lives in memory the host reads (host
 // backend: plain memory; cuda: host-pinned memory mapped into the GPU), so every slot is a
 // fixed-size 64-byte descriptor that one PCIe write burst can carry, published by a release store
-// of its sequence word written last. The device reserves a ticket with an atomic on `tail` and
-// waits for a credit (ticket - head < capacity) so it never overwrites a slot the proxy has not
-// consumed; the proxy advances `head` once the descriptor is consumed (the source was read and
-// sent, so a blocking put may return) and `done` once every earlier ticket was acknowledged as
-// applied by the target (what quiet() waits for).
+// of its sequence word written last. The device reserves a ticket with an atomic on the tail
+// counter, which lives in device memory (atomics on host-mapped memory are not carried over every
+// PCIe link), and waits for a credit (ticket - head < capacity) so it never overwrites a slot the
+// proxy has not consumed; the proxy advances `head` once the descriptor is consumed (the source
+// was read and sent, so a blocking put may return) and `done` once every earlier ticket was
+// acknowledged as applied by the target (what quiet() waits for). A fetching atomic's old value
+// comes back in the result slot of its ticket, which the device frees once it read it.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +25,9 @@ enum class ProxyOp : std::uint32_t {
   /// the proxy writes; the ticket is done once the data is there)
   Get = 4,
   /// an AtomicOp (in `sig_op`) on the `bytes`-wide (4 or 8) word at `dst_offset` of `peer`'s
-  /// heap with operand `value` (and, for CompareSwap, the expected value in `sig_offset`); the
-  /// old value goes to the 8-byte word at `src` when it is not 0, and the ticket is done once the
-  /// target applied it
+  /// heap with operand `value` (and, for CompareSwap, the expected value in `sig_offset`); with
+  /// kProxyFetch in `flags` the old value comes back in the ticket's ProxyResult; the ticket is
+  /// done once the target applied it
   Atomic = 5,
 };
 
@@ -33,6 +35,8 @@ enum class ProxyOp : std::uint32_t {
 enum class AtomicOp : std::uint32_t { Fetch, Set, Add, FetchAdd, CompareSwap, Swap };
 /// Number of AtomicOp values.
 inline constexpr std::uint32_t kAtomicOpCount = 6;
+/// ProxyDesc::flags: an Atomic whose old value the device waits for.
+inline constexpr std::uint32_t kProxyFetch = 1;
 
 /// One ring slot: exactly 64 bytes, `seq` written last (release) so a reader that sees
 /// seq == ticket + 1 sees every other field.
@@ -40,24 +44,43 @@ struct alignas(64) ProxyDesc {
   std::uint64_t seq;  ///< ticket + 1 once published
   std::uint32_t op;   ///< ProxyOp
   std::int32_t peer;  ///< target world rank
-  std::uint64_t src;  ///< source address (readable by the proxy; see docs/guide/multi-node.md)
+  /// Put, PutSignal: source address; Get: destination address (this rank's memory: heap,
+  /// device or host-pinned; the proxy stages GPU memory through bounce buffers)
+  std::uint64_t src;
   std::uint64_t dst_offset;  ///< symmetric-heap offset of the data at the target
   std::uint64_t bytes;       ///< data bytes (0 for Signal)
   std::uint64_t sig_offset;  ///< symmetric-heap offset of the signal word (PutSignal, Signal)
   std::uint64_t value;       ///< signal operand
-  std::uint32_t sig_op;      ///< SignalOp
-  std::uint32_t reserved;
+  std::uint32_t sig_op;      ///< SignalOp (Atomic: AtomicOp)
+  std::uint32_t flags;       ///< kProxyFetch
 };
 static_assert(sizeof(ProxyDesc) == 64, "a proxy descriptor is one 64-byte write");
 
-/// The ring's control words and slots. Each counter sits on its own cache line: `tail` is written
-/// by device threads, `head` and `done` only by the proxy thread.
+/// Where the proxy returns a fetching atomic's old value: the slot of its ticket (ticket mod
+/// capacity). The proxy writes `value`, then `seq` = ticket + 1 (release); the device thread
+/// waiting for it reads the value and stores `seq` = 0, freeing the slot. (Waiting on the slot
+/// itself rather than on `done` keeps a later ticket's result, which can arrive first, from
+/// waiting for an earlier one.)
+struct ProxyResult {
+  std::uint64_t seq;
+  std::uint64_t value;
+};
+
+/// The ring's proxy-written counters and its arrays, in host-mapped memory. Each counter sits on
+/// its own cache line; only the proxy thread writes them.
 struct ProxyRing {
-  alignas(64) std::uint64_t tail;      ///< tickets reserved so far (device atomic add)
-  alignas(64) std::uint64_t head;      ///< tickets consumed by the proxy (slot free, source read)
-  alignas(64) std::uint64_t done;      ///< every ticket below this was applied at its target
-  alignas(64) std::uint64_t capacity;  ///< slots (a power of two)
-  ProxyDesc* slots;                    ///< capacity descriptors
+  alignas(64) std::uint64_t head;  ///< tickets consumed by the proxy (slot free, source read)
+  alignas(64) std::uint64_t done;  ///< every ticket below this was applied at its target
+};
+
+/// What device code holds of the proxy (a DeviceComm member: kernel-parameter reads, not reads
+/// across PCIe, for everything fixed at setup).
+struct ProxyHandle {
+  ProxyRing* ring = nullptr;       ///< host-mapped counters; nullptr = no proxy
+  std::uint64_t* tail = nullptr;   ///< tickets reserved so far (device memory; device atomics)
+  ProxyDesc* slots = nullptr;      ///< `capacity` descriptors (host-mapped)
+  ProxyResult* results = nullptr;  ///< `capacity` result slots (host-mapped)
+  std::uint64_t capacity = 0;      ///< slots (a power of two)
 };
 
 }  // namespace gnio

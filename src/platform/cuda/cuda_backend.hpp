@@ -138,6 +138,11 @@ class CudaBackend final : public Backend {
   void copy(void* dst, const void* src, std::size_t n, StreamRef s) override;
   /// cudaMemsetAsync.
   void fill(void* dst, int value, std::size_t n, StreamRef s) override;
+  /// A one-thread kernel on `s` (cuda_word_atomic.cu): the GPU's own system-scope atomic, so it
+  /// is atomic against kernels updating the word (the host cannot address device memory, and
+  /// copies are not atomic).
+  void word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
+                   std::uint64_t expected, std::uint64_t* old, StreamRef s) override;
   void device_synchronize() override;
 
  private:

@@ -17,6 +17,7 @@
 #include "gnio/log.hpp"
 #include "platform/host/host_memory.hpp"
 #include "platform/host/host_stream.hpp"
+#include "platform/word_op.hpp"
 
 namespace gnio::platform {
 namespace {
@@ -317,6 +318,21 @@ void HostBackend::fill(void* dst, int value, std::size_t n, StreamRef s) {
   if (n == 0) return;
   GNIO_REQUIRE(dst, "host backend fill of %zu bytes: null destination", n);
   stream->enqueue_function([dst, value, n] { std::memset(dst, value, n); }, "fill");
+}
+
+void HostBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
+                              std::uint64_t expected, std::uint64_t* old, StreamRef s) {
+  detail::HostStream* stream = host_stream(s, "word_atomic");
+  GNIO_REQUIRE(
+      word && (width == 4 || width == 8) && reinterpret_cast<std::uintptr_t>(word) % width == 0,
+      "host backend word_atomic: %p is not an aligned %u-byte word", word, width);
+  stream->enqueue_function(
+      [=] {
+        const std::uint64_t v =
+            apply_word_op(word, width, op, operand, expected, dev::Order::AcqRel);
+        if (old) dev::atomic_store(old, v, dev::Order::Release);
+      },
+      "word_atomic");
 }
 
 void HostBackend::device_synchronize() {

@@ -72,6 +72,10 @@ class HostBackend final : public Backend {
   void copy(void* dst, const void* src, std::size_t n, StreamRef s) override;
   /// memset on the stream's worker, in stream order.
   void fill(void* dst, int value, std::size_t n, StreamRef s) override;
+  /// The atomic on the stream's worker, in stream order (release: the copies before it are
+  /// seen first).
+  void word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
+                   std::uint64_t expected, std::uint64_t* old, StreamRef s) override;
   /// Synchronizes every live stream of this backend; rethrows the first error found.
   void device_synchronize() override;
 

@@ -18,8 +18,8 @@
 namespace gnio::proxy {
 
 Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
-             char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, double timeout_s,
-             std::function<void(int)> on_link_lost)
+             char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, StreamRef stream,
+             double timeout_s, std::function<void(int)> on_link_lost)
     : backend_(backend),
       mesh_(bs, node_of_rank, timeout_s),
       rank_(bs.rank()),
@@ -29,19 +29,35 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
       heap_bytes_(heap_bytes),
       control_(control),
       on_link_lost_(std::move(on_link_lost)),
-      timeout_s_(timeout_s) {
+      timeout_s_(timeout_s),
+      stream_(stream) {
   const long long slots = config_int("GNIO_PROXY_SLOTS");
   GNIO_REQUIRE(slots >= 2 && slots <= 65536 && (slots & (slots - 1)) == 0,
                "GNIO_PROXY_SLOTS=%lld is not a power of two in [2, 65536]", slots);
   // Host-mapped memory: on GPUs the device writes descriptors the proxy thread reads.
-  const std::size_t bytes =
-      64 + sizeof(ProxyRing) + sizeof(ProxyDesc) * static_cast<std::size_t>(slots);
+  const auto n = static_cast<std::size_t>(slots);
+  const std::size_t bytes = 64 + sizeof(ProxyRing) + (sizeof(ProxyDesc) + sizeof(ProxyResult)) * n;
   ring_memory_ = backend_.alloc_host_mapped(bytes);
   std::memset(ring_memory_, 0, bytes);
   const auto aligned = (reinterpret_cast<std::uintptr_t>(ring_memory_) + 63) & ~std::uintptr_t{63};
   ring_ = reinterpret_cast<ProxyRing*>(aligned);
-  ring_->capacity = static_cast<std::uint64_t>(slots);
-  ring_->slots = reinterpret_cast<ProxyDesc*>(aligned + sizeof(ProxyRing));
+  handle_.ring = ring_;
+  handle_.capacity = n;
+  handle_.slots = reinterpret_cast<ProxyDesc*>(aligned + sizeof(ProxyRing));
+  handle_.results = reinterpret_cast<ProxyResult*>(handle_.slots + n);
+  // The ticket counter: device memory, zeroed in stream order before any kernel can post.
+  handle_.tail = static_cast<std::uint64_t*>(backend_.alloc_device(sizeof(std::uint64_t)));
+  backend_.fill(handle_.tail, 0, sizeof(std::uint64_t), stream_);
+  backend_.stream_synchronize(stream_);
+  // The host backend's proxy addresses every byte itself; GPU memory goes through bounce buffers
+  // (GNIO_PROXY_STAGING=always stages on the host backend too, which is how CI tests that path).
+  const std::string staging = config_text("GNIO_PROXY_STAGING");
+  GNIO_REQUIRE(staging == "auto" || staging == "always",
+               "GNIO_PROXY_STAGING='%s' is not one of auto, always", staging.c_str());
+  const bool direct = backend_.kind() == platform::BackendKind::Host && staging == "auto";
+  const std::size_t chunk = config_size("GNIO_PROXY_CHUNK");
+  send_staging_ = std::make_unique<Staging>(backend_, direct, chunk);
+  receive_staging_ = std::make_unique<Staging>(backend_, direct, chunk);
   const int size = bs.size();
   applied_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
   peer_acked_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
@@ -54,24 +70,37 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
     said_bye_[r] = false;
     replies_sent_[r] = 0;
   }
-  sender_ = std::thread([this] { send_loop(); });
-  receiver_ = std::thread([this] { receive_loop(); });
+  sender_ = std::thread([this] { run_guarded("sender", &Proxy::send_loop); });
+  receiver_ = std::thread([this] { run_guarded("receiver", &Proxy::receive_loop); });
 }
 
 Proxy::~Proxy() {
   stop_.store(true, std::memory_order_release);
   if (sender_.joinable()) sender_.join();
   if (receiver_.joinable()) receiver_.join();
+  send_staging_.reset();
+  receive_staging_.reset();
+  backend_.free_device(handle_.tail);
   backend_.free_host_mapped(ring_memory_);
+}
+
+void Proxy::run_guarded(const char* thread, void (Proxy::*loop)()) {
+  try {
+    (this->*loop)();
+  } catch (const std::exception& e) {
+    fail_transport(format("rank %d: proxy %s thread: %s", rank_, thread, e.what()));
+  }
 }
 
 bool Proxy::drain() {
   const Deadline deadline = Deadline::after(timeout_s_);
+  // Called once device work is over: the tickets reserved so far are all there will be.
+  std::uint64_t posted = 0;
+  backend_.copy(&posted, handle_.tail, sizeof(posted), stream_);
+  backend_.stream_synchronize(stream_);
   for (;;) {
     if (failed() || dev::atomic_load(&control_->abort, dev::Order::Acquire) != 0) return true;
-    if (dev::atomic_load(&ring_->done, dev::Order::Acquire) >=
-        dev::atomic_load(&ring_->tail, dev::Order::Acquire))
-      return true;
+    if (dev::atomic_load(&ring_->done, dev::Order::Acquire) >= posted) return true;
     if (deadline.expired()) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
@@ -107,7 +136,7 @@ void Proxy::fail_transport(const std::string& what, int lost_peer) {
 }
 
 void Proxy::send_loop() {
-  const std::uint64_t mask = ring_->capacity - 1;
+  const std::uint64_t mask = handle_.capacity - 1;
   const std::vector<int>& peers = mesh_.peers();
   const int size = size_;
   std::vector<std::uint64_t> acks_sent(size, 0), acks_seen(size, 0);
@@ -134,7 +163,7 @@ void Proxy::send_loop() {
       // The frame and part of its data go out, then the link breaks: the receiver must report
       // the loss and must not apply the operation.
       const std::size_t part = static_cast<std::size_t>(cut_after - data_sent[peer]);
-      (void)bootstrap::send_all(fd, &f, sizeof(f), data, part, Deadline::after(timeout_s_), &err);
+      (void)send_staging_->send(fd, &f, sizeof(f), data, part, Deadline::after(timeout_s_), &err);
       data_sent[peer] = cut_after;
       // The failure is recorded before the socket goes down, so that this rank reports the cut
       // rather than its receiver thread's view of it (the connection closing).
@@ -146,7 +175,7 @@ void Proxy::send_loop() {
       return false;
     }
     data_sent[peer] += bytes;
-    if (bootstrap::send_all(fd, &f, sizeof(f), data, bytes, Deadline::after(timeout_s_), &err) !=
+    if (send_staging_->send(fd, &f, sizeof(f), data, bytes, Deadline::after(timeout_s_), &err) !=
         bootstrap::IoStatus::Ok) {
       if (!stop_.load(std::memory_order_acquire))
         fail_transport(format("rank %d: tcp transport: sending to rank %d failed (%s); that rank "
@@ -160,7 +189,7 @@ void Proxy::send_loop() {
   while (!stop_.load(std::memory_order_acquire)) {
     bool busy = false;
     if (!failed()) {
-      ProxyDesc* slot = ring_->slots + (next & mask);
+      ProxyDesc* slot = handle_.slots + (next & mask);
       if (dev::atomic_load(&slot->seq, dev::Order::Acquire) == next + 1) {
         const int peer = slot->peer;
         const bool data = slot->op == static_cast<std::uint32_t>(ProxyOp::Put) ||
@@ -178,7 +207,9 @@ void Proxy::send_loop() {
         } else {
           if (request) {
             std::lock_guard<std::mutex> lock(requests_mutex_);
-            requests_[next] = Request{peer, get, slot->src, slot->bytes};
+            requests_[next] = Request{
+                peer, get, get ? slot->src : std::uint64_t{(slot->flags & kProxyFetch) != 0},
+                slot->bytes};
           }
           if (send_frame(peer, f, data ? reinterpret_cast<const void*>(slot->src) : nullptr,
                          data ? slot->bytes : 0)) {
@@ -343,16 +374,21 @@ bool Proxy::receive_frame(int peer) {
       return reject(get ? "a get reply that answers no open get of this rank (of that size)"
                         : "an atomic reply that answers no open atomic of this rank");
     if (get) {
-      if (f.bytes > 0 && bootstrap::recv_all(fd, reinterpret_cast<char*>(addr), f.bytes, deadline,
-                                             &err) != bootstrap::IoStatus::Ok) {
+      if (f.bytes > 0 && receive_staging_->receive(fd, reinterpret_cast<char*>(addr), f.bytes,
+                                                   deadline, &err) != bootstrap::IoStatus::Ok) {
         fail_transport(
             format("rank %d: tcp transport: the data of a get from rank %d did not "
                    "arrive (%s)",
                    rank_, peer, err ? std::strerror(err) : "timeout or closed"));
         return false;
       }
-    } else if (addr) {
-      dev::atomic_store(reinterpret_cast<std::uint64_t*>(addr), f.value, dev::Order::Relaxed);
+    } else if (addr && !deliver_result(f.count, f.value)) {
+      fail_transport(
+          format("rank %d: proxy: the result slot of atomic %llu was not freed within "
+                 "%.0f s (the device thread of an earlier atomic did not collect its "
+                 "result)",
+                 rank_, static_cast<unsigned long long>(f.count), timeout_s_));
+      return false;
     }
     {
       std::lock_guard<std::mutex> lock(requests_mutex_);
@@ -364,7 +400,7 @@ bool Proxy::receive_frame(int peer) {
   const bool data = v.has_data();
   const bool sig = v.has_signal();
   if (data && f.bytes > 0 &&
-      bootstrap::recv_all(fd, heap_base_ + f.dst_offset, f.bytes, deadline, &err) !=
+      receive_staging_->receive(fd, heap_base_ + f.dst_offset, f.bytes, deadline, &err) !=
           bootstrap::IoStatus::Ok) {
     fail_transport(
         format("rank %d: tcp transport: the data of a put from rank %d did not arrive "
@@ -373,12 +409,13 @@ bool Proxy::receive_frame(int peer) {
     return false;
   }
   if (sig) {
-    // Release: a rank that sees the new signal value also sees the data written above.
-    auto* word = reinterpret_cast<std::uint64_t*>(heap_base_ + f.sig_offset);
-    if (f.sig_op == static_cast<std::uint32_t>(SignalOp::Set))
-      dev::atomic_store(word, f.value, dev::Order::Release);
-    else
-      dev::atomic_fetch_add(word, f.value, dev::Order::Release);
+    // After the data (receive() returned once it was in place), with release order: a rank that
+    // sees the new signal value also sees the data.
+    (void)receive_staging_->word_atomic(heap_base_ + f.sig_offset, sizeof(std::uint64_t),
+                                        f.sig_op == static_cast<std::uint32_t>(SignalOp::Set)
+                                            ? platform::WordOp::Store
+                                            : platform::WordOp::Add,
+                                        f.value, 0);
   }
   applied_[peer].fetch_add(1, std::memory_order_release);
   nudge_sender();  // it owes the peer an ack
@@ -402,32 +439,30 @@ void Proxy::nudge_sender() {
   wake_.notify_one();
 }
 
-namespace {
-
-template <class T>
-T apply_atomic_word(T* w, AtomicOp op, T value, T expected) {
-  switch (op) {
-    case AtomicOp::Fetch: return dev::atomic_load(w, dev::Order::Relaxed);
-    case AtomicOp::Set: dev::atomic_store(w, value, dev::Order::Relaxed); return T{};
+std::uint64_t Proxy::apply_atomic(const Frame& f) {
+  platform::WordOp op = platform::WordOp::Load;
+  switch (static_cast<AtomicOp>(f.sig_op)) {
+    case AtomicOp::Fetch: op = platform::WordOp::Load; break;
+    case AtomicOp::Set: op = platform::WordOp::Store; break;
     case AtomicOp::Add:
-    case AtomicOp::FetchAdd: return dev::atomic_fetch_add(w, value, dev::Order::Relaxed);
-    case AtomicOp::CompareSwap:
-      return dev::atomic_compare_swap(w, expected, value, dev::Order::Relaxed);
-    case AtomicOp::Swap: return dev::atomic_exchange(w, value, dev::Order::Relaxed);
+    case AtomicOp::FetchAdd: op = platform::WordOp::Add; break;
+    case AtomicOp::CompareSwap: op = platform::WordOp::CompareSwap; break;
+    case AtomicOp::Swap: op = platform::WordOp::Exchange; break;
   }
-  return T{};  // check_frame admits no other op
+  return receive_staging_->word_atomic(heap_base_ + f.dst_offset, static_cast<unsigned>(f.bytes),
+                                       op, f.value, f.sig_offset);
 }
 
-}  // namespace
-
-std::uint64_t Proxy::apply_atomic(const Frame& f) {
-  const auto op = static_cast<AtomicOp>(f.sig_op);
-  char* word = heap_base_ + f.dst_offset;
-  if (f.bytes == 4)
-    return apply_atomic_word(reinterpret_cast<std::uint32_t*>(word), op,
-                             static_cast<std::uint32_t>(f.value),
-                             static_cast<std::uint32_t>(f.sig_offset));
-  return apply_atomic_word(reinterpret_cast<std::uint64_t*>(word), op, f.value, f.sig_offset);
+bool Proxy::deliver_result(std::uint64_t ticket, std::uint64_t value) {
+  ProxyResult* r = handle_.results + (ticket & (handle_.capacity - 1));
+  const Deadline deadline = Deadline::after(timeout_s_);
+  while (dev::atomic_load(&r->seq, dev::Order::Acquire) != 0) {
+    if (deadline.expired() || failed() || stop_.load(std::memory_order_acquire)) return false;
+    std::this_thread::yield();
+  }
+  dev::atomic_store(&r->value, value, dev::Order::Relaxed);
+  dev::atomic_store(&r->seq, ticket + 1, dev::Order::Release);
+  return true;
 }
 
 bool Proxy::take_request(std::uint64_t ticket, int peer, bool get, std::uint64_t bytes,

@@ -13,7 +13,9 @@
 // open (same peer, same size), writes the data or old value where the device asked, and the
 // request's ticket is done. A frame that fails validation is an error: nothing of it is written,
 // the connection is closed and the communicator aborts (as does the sender's side once it sees
-// the connection end).
+// the connection end). Every byte and word of this rank's memory is moved through a Staging
+// (staging.hpp): directly on the host backend, through page-locked bounce buffers and a one-thread
+// kernel for signals and atomics on GPUs.
 #pragma once
 
 #include <atomic>
@@ -33,6 +35,7 @@
 #include "platform/backend.hpp"
 #include "transport/net/tcp/tcp_mesh.hpp"
 #include "transport/proxy/proxy_frame.hpp"
+#include "transport/proxy/staging.hpp"
 
 namespace gnio::proxy {
 
@@ -40,21 +43,22 @@ namespace gnio::proxy {
 class Proxy {
  public:
   /// Collective over every rank (connects the mesh). `heap_base` is this rank's symmetric heap;
-  /// `control` receives the abort word when the transport fails. `on_link_lost(peer)` is called
+  /// `control` receives the abort word when the transport fails; `stream` (the owner's) carries
+  /// the proxy's setup and drain() reads of device memory. `on_link_lost(peer)` is called
   /// (from a proxy thread) when the transport fails because the connection to `peer` ended
   /// without a goodbye or a send to it failed, before the generic abort: the owner records
   /// `peer` as the rank whose loss aborts the device side (waits return RemoteError naming it).
   Proxy(platform::Backend& backend, Bootstrap& bootstrap, const std::vector<int>& node_of_rank,
-        char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, double timeout_s,
-        std::function<void(int)> on_link_lost);
+        char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, StreamRef stream,
+        double timeout_s, std::function<void(int)> on_link_lost);
   /// Says goodbye to every peer, stops the threads and frees the ring. Call after the final
   /// barrier (every rank drained), so no peer takes the closed connections for a failure.
   ~Proxy();
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
 
-  /// The ring device code posts to (DeviceComm::proxy_).
-  ProxyRing* ring() const { return ring_; }
+  /// What device code posts through (DeviceComm::proxy_).
+  ProxyHandle handle() const { return handle_; }
   /// Tells the receiver how many heap bytes are mapped now (after the heap grew).
   void set_heap_bytes(std::uint64_t bytes) { heap_bytes_.store(bytes, std::memory_order_release); }
   /// Waits (up to the timeout) until every posted operation was applied at its target. False
@@ -84,6 +88,11 @@ class Proxy {
   void fail_transport(const std::string& what, int lost_peer = -1);
   /// Applies an Atomic frame to this rank's heap; returns the old value (zero-extended).
   std::uint64_t apply_atomic(const Frame& f);
+  /// Hands a fetching atomic's old value to the device thread waiting in result slot `ticket`
+  /// (waiting, up to the timeout, until that slot's previous user freed it). False on timeout.
+  bool deliver_result(std::uint64_t ticket, std::uint64_t value);
+  /// Runs a proxy thread's loop; an exception (a failed copy on the GPU) fails the transport.
+  void run_guarded(const char* thread, void (Proxy::*loop)());
   /// Takes the open request `ticket` if `peer` owes its reply and it is a get (of `bytes`) or an
   /// atomic as `get` says; false (nothing taken) otherwise.
   bool take_request(std::uint64_t ticket, int peer, bool get, std::uint64_t bytes,
@@ -93,7 +102,7 @@ class Proxy {
   struct Request {
     int peer;
     bool get;
-    std::uint64_t addr;   ///< where the data (get) or the old value (atomic; 0 = none) goes
+    std::uint64_t addr;   ///< get: where the data goes; atomic: nonzero if the old value is wanted
     std::uint64_t bytes;  ///< get: data bytes
   };
   /// A reply this rank owes a peer: the frame (a GetReply's data is read when it is sent).
@@ -112,8 +121,13 @@ class Proxy {
   DeviceControl* control_;
   std::function<void(int)> on_link_lost_;
   double timeout_s_;
-  void* ring_memory_ = nullptr;
+  StreamRef stream_;
+  void* ring_memory_ = nullptr;  // host-mapped: ProxyRing, slots, results
+  ProxyHandle handle_{};         // handle_.tail: device memory
   ProxyRing* ring_ = nullptr;
+  // One per thread: the sender reads sources and get data, the receiver writes data and words.
+  std::unique_ptr<Staging> send_staging_;
+  std::unique_ptr<Staging> receive_staging_;
   // Per peer (indexed by world rank): operations the receiver applied from it (the sender turns
   // them into acks), acks sent back, and the peer's acks of our operations.
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;

@@ -98,7 +98,7 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_target(const char* op, int p
                                                            std::uint64_t offset,
                                                            std::uint64_t bytes,
                                                            CallSite site) const {
-  if (proxy_ && static_cast<unsigned>(peer) < static_cast<unsigned>(size_) &&
+  if (proxy_.ring && static_cast<unsigned>(peer) < static_cast<unsigned>(size_) &&
       offset <= heap_bytes_ && bytes <= heap_bytes_ - offset && local_index(peer) < 0)
     return true;
   reject_target(op, peer, offset, bytes, site);
@@ -108,11 +108,11 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_target(const char* op, int p
 GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, bool wait_consumed,
                                                          const char* op, CallSite site,
                                                          std::uint64_t* ticket_out) const {
-  ProxyRing* ring = proxy_;
+  ProxyRing* ring = proxy_.ring;
   // Relaxed: the ticket only names a slot; the slot itself is published with a release below.
   const std::uint64_t ticket =
-      dev::atomic_fetch_add(&ring->tail, std::uint64_t{1}, dev::Order::Relaxed);
-  const std::uint64_t capacity = ring->capacity;  // fixed before any kernel runs
+      dev::atomic_fetch_add(proxy_.tail, std::uint64_t{1}, dev::Order::Relaxed);
+  const std::uint64_t capacity = proxy_.capacity;
   // A credit: the slot's previous occupant (ticket - capacity) must have been consumed.
   Status st = wait_until(
       [&](std::uint64_t& seen) {
@@ -121,7 +121,7 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
       },
       op, desc.peer, desc.dst_offset, Cmp::Gt, ticket - capacity, site);
   if (st != Status::Ok) return false;
-  ProxyDesc* slot = ring->slots + (ticket & (capacity - 1));
+  ProxyDesc* slot = proxy_.slots + (ticket & (capacity - 1));
   slot->op = desc.op;
   slot->peer = desc.peer;
   slot->src = desc.src;
@@ -130,6 +130,7 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
   slot->sig_offset = desc.sig_offset;
   slot->value = desc.value;
   slot->sig_op = desc.sig_op;
+  slot->flags = desc.flags;
   dev::atomic_store(&slot->seq, ticket + 1, dev::Order::Release);
   if (ticket_out) *ticket_out = ticket;
   if (!wait_consumed) return true;
@@ -159,7 +160,7 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_put(const ProxyDesc& desc, b
 GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_wait_done(std::uint64_t ticket, const char* op,
                                                               int peer, std::uint64_t offset,
                                                               CallSite site) const {
-  ProxyRing* ring = proxy_;
+  ProxyRing* ring = proxy_.ring;
   return wait_until(
              [&](std::uint64_t& seen) {
                seen = dev::atomic_load(&ring->done, dev::Order::Acquire);
@@ -190,20 +191,29 @@ GNIO_NOINLINE GNIO_HD inline std::uint64_t DeviceComm::proxy_atomic(
     AtomicOp aop, std::uint64_t offset, std::uint64_t width, std::uint64_t value,
     std::uint64_t expected, int peer, bool fetch, const char* op, CallSite site) const {
   if (!proxy_target(op, peer, offset, width, site)) return 0;
-  // The proxy thread stores the old value here before it marks the ticket done.
-  std::uint64_t old = 0;
-  ProxyDesc d = detail::proxy_desc(ProxyOp::Atomic, peer, fetch ? &old : nullptr, offset, width,
-                                   expected, value, SignalOp::Set);
+  ProxyDesc d = detail::proxy_desc(ProxyOp::Atomic, peer, nullptr, offset, width, expected, value,
+                                   SignalOp::Set);
   d.sig_op = static_cast<std::uint32_t>(aop);
+  d.flags = fetch ? kProxyFetch : 0u;
   std::uint64_t ticket = 0;
   if (!proxy_post(d, false, op, site, &ticket) || !fetch) return 0;
-  if (!proxy_wait_done(ticket, op, peer, offset, site)) return 0;
-  return dev::atomic_load(&old, dev::Order::Relaxed);
+  // The old value comes back in this ticket's result slot (see ProxyResult).
+  ProxyResult* r = proxy_.results + (ticket & (proxy_.capacity - 1));
+  if (wait_until(
+          [&](std::uint64_t& seen) {
+            seen = dev::atomic_load(&r->seq, dev::Order::Acquire);
+            return seen == ticket + 1;
+          },
+          op, peer, offset, Cmp::Eq, ticket + 1, site) != Status::Ok)
+    return 0;
+  const std::uint64_t old = dev::atomic_load(&r->value, dev::Order::Relaxed);
+  dev::atomic_store(&r->seq, std::uint64_t{0}, dev::Order::Release);
+  return old;
 }
 
 GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_quiet() const {
-  ProxyRing* ring = proxy_;
-  const std::uint64_t issued = dev::atomic_load(&ring->tail, dev::Order::Acquire);
+  ProxyRing* ring = proxy_.ring;
+  const std::uint64_t issued = dev::atomic_load(proxy_.tail, dev::Order::Acquire);
   (void)wait_until(
       [&](std::uint64_t& seen) {
         seen = dev::atomic_load(&ring->done, dev::Order::Acquire);
@@ -353,7 +363,7 @@ GNIO_HD inline void DeviceComm::fence(int) const {
 
 GNIO_HD inline void DeviceComm::quiet() const {
   dev::fence_system();
-  if (proxy_) [[unlikely]]
+  if (proxy_.ring) [[unlikely]]
     proxy_quiet();
 }
 

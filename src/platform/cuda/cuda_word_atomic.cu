@@ -1,0 +1,53 @@
+// CudaBackend::word_atomic: a one-thread kernel, the only way host code can update a word of
+// device memory atomically with respect to kernels (the host cannot address device memory, and
+// a copy into it is not atomic). Its stream order after the proxy's data copies is what makes a
+// proxied signal visible only after its data.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "base/fail.hpp"
+#include "gnio/device/atomic.hpp"
+#include "platform/cuda/cuda_backend.hpp"
+#include "platform/cuda/cuda_error.hpp"
+
+namespace gnio::platform {
+namespace {
+
+template <class T>
+__global__ void word_atomic_kernel(T* word, WordOp op, T operand, T expected, std::uint64_t* old) {
+  T before{};
+  switch (op) {
+    case WordOp::Load: before = dev::atomic_load(word, dev::Order::Acquire); break;
+    case WordOp::Store:
+    case WordOp::Exchange: before = dev::atomic_exchange(word, operand, dev::Order::AcqRel); break;
+    case WordOp::Add: before = dev::atomic_fetch_add(word, operand, dev::Order::AcqRel); break;
+    case WordOp::CompareSwap:
+      before = dev::atomic_compare_swap(word, expected, operand, dev::Order::AcqRel);
+      break;
+  }
+  if (old) dev::atomic_store(old, static_cast<std::uint64_t>(before), dev::Order::Release);
+}
+
+}  // namespace
+
+void CudaBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
+                              std::uint64_t expected, std::uint64_t* old, StreamRef s) {
+  GNIO_REQUIRE(!s.is_host(), "word_atomic on GPU %d: a host-backend stream was passed", device_);
+  GNIO_REQUIRE(
+      word && (width == 4 || width == 8) && reinterpret_cast<std::uintptr_t>(word) % width == 0,
+      "word_atomic on GPU %d: %p is not an aligned %u-byte word", device_, word, width);
+  cudaStream_t stream = s.cuda();
+  GNIO_CUDA_CHECK(device_, cudaSetDevice(device_), "cudaSetDevice(%d)", device_);
+  if (width == 4)
+    word_atomic_kernel<<<1, 1, 0, stream>>>(static_cast<std::uint32_t*>(word), op,
+                                            static_cast<std::uint32_t>(operand),
+                                            static_cast<std::uint32_t>(expected), old);
+  else
+    word_atomic_kernel<<<1, 1, 0, stream>>>(static_cast<std::uint64_t*>(word), op, operand,
+                                            expected, old);
+  GNIO_CUDA_CHECK(device_, cudaGetLastError(), "launching the word_atomic kernel (%u bytes at %p)",
+                  width, word);
+}
+
+}  // namespace gnio::platform
