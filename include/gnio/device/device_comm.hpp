@@ -231,6 +231,11 @@ struct DeviceComm {
   /// was refused (as check_target does) and returns false.
   GNIO_HD bool proxy_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
                             CallSite site) const;
+  /// True when the proxy can read or write `bytes` at `addr` (a put's source when `inline_ok`,
+  /// a get's destination otherwise): always on the host backend; on GPUs global memory, or a put
+  /// small enough to travel inline. Otherwise records InvalidArgument and returns false.
+  GNIO_HD bool proxy_reaches(int peer, const void* addr, std::uint64_t bytes, bool inline_ok,
+                             CallSite site) const;
   /// Posts `desc` (every field but seq) to the proxy ring: waits for a credit (bounded), fills
   /// the slot and publishes it; with `wait_consumed` also waits until the proxy has read the
   /// source. False when a wait failed (recorded).

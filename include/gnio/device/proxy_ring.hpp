@@ -37,6 +37,13 @@ enum class AtomicOp : std::uint32_t { Fetch, Set, Add, FetchAdd, CompareSwap, Sw
 inline constexpr std::uint32_t kAtomicOpCount = 6;
 /// ProxyDesc::flags: an Atomic whose old value the device waits for.
 inline constexpr std::uint32_t kProxyFetch = 1;
+/// ProxyDesc::flags: a Put/PutSignal whose data the device copied into the slot's inline buffer
+/// (ProxyHandle::inline_data), so the proxy sends it from there: no copy out of GPU memory, and
+/// the source may be memory only the posting thread reaches (registers spilled to its stack,
+/// shared memory).
+inline constexpr std::uint32_t kProxyInline = 2;
+/// Puts of at most this many bytes travel inline.
+inline constexpr std::uint64_t kProxyInlineBytes = 256;
 
 /// One ring slot: exactly 64 bytes, `seq` written last (release) so a reader that sees
 /// seq == ticket + 1 sees every other field.
@@ -52,7 +59,7 @@ struct alignas(64) ProxyDesc {
   std::uint64_t sig_offset;  ///< symmetric-heap offset of the signal word (PutSignal, Signal)
   std::uint64_t value;       ///< signal operand
   std::uint32_t sig_op;      ///< SignalOp (Atomic: AtomicOp)
-  std::uint32_t flags;       ///< kProxyFetch
+  std::uint32_t flags;       ///< kProxyFetch, kProxyInline
 };
 static_assert(sizeof(ProxyDesc) == 64, "a proxy descriptor is one 64-byte write");
 
@@ -80,6 +87,7 @@ struct ProxyHandle {
   std::uint64_t* tail = nullptr;   ///< tickets reserved so far (device memory; device atomics)
   ProxyDesc* slots = nullptr;      ///< `capacity` descriptors (host-mapped)
   ProxyResult* results = nullptr;  ///< `capacity` result slots (host-mapped)
+  char* inline_data = nullptr;     ///< `capacity` x kProxyInlineBytes (host-mapped)
   std::uint64_t capacity = 0;      ///< slots (a power of two)
 };
 

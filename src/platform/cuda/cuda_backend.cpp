@@ -179,6 +179,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   // process is reported here rather than at the first allocation.
   GNIO_CUDA_CHECK(device, cudaSetDevice(device), "cudaSetDevice(%d)", device);
   GNIO_CUDA_CHECK(device, cudaFree(nullptr), "creating the CUDA context (cudaFree(nullptr))");
+  load_word_atomic_kernels(device);
 
   char bus_id[32] = "unknown";
   if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device) != cudaSuccess) {
@@ -621,11 +622,13 @@ ExportedBuffer CudaBackend::export_buffer(const void* ptr, std::size_t bytes) {
   cudaPointerAttributes pa{};
   const cudaError_t pe = cudaPointerGetAttributes(&pa, ptr);
   if (pe != cudaSuccess) (void)cudaGetLastError();
-  const char* what = pe != cudaSuccess                       ? "the address is unknown to CUDA"
-                     : pa.type == cudaMemoryTypeManaged      ? "managed (cudaMallocManaged) memory, which cannot be shared with other processes"
-                     : pa.type == cudaMemoryTypeUnregistered ? "plain host memory, unknown to CUDA"
-                     : pa.type == cudaMemoryTypeHost         ? "host memory"
-                                                             : "";
+  const char* what =
+      pe != cudaSuccess ? "the address is unknown to CUDA"
+      : pa.type == cudaMemoryTypeManaged
+          ? "managed (cudaMallocManaged) memory, which cannot be shared with other processes"
+      : pa.type == cudaMemoryTypeUnregistered ? "plain host memory, unknown to CUDA"
+      : pa.type == cudaMemoryTypeHost         ? "host memory"
+                                              : "";
   GNIO_REQUIRE(pe == cudaSuccess && pa.type == cudaMemoryTypeDevice,
                "register_buffer(%p, %zu bytes) on GPU %d: %s, not GPU device memory; %s", ptr,
                bytes, device_, what, kAcceptedMemory);

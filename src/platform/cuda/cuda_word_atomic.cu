@@ -31,6 +31,18 @@ __global__ void word_atomic_kernel(T* word, WordOp op, T operand, T expected, st
 
 }  // namespace
 
+void load_word_atomic_kernels(int device) {
+  // With lazy module loading (CUDA's default) a kernel's code is loaded at its first launch, and
+  // loading waits for the kernels already running. The proxy launches this kernel while an
+  // application kernel spins waiting for the signal it applies: loaded lazily, neither would ever
+  // finish. Asking for the functions' attributes loads them now.
+  cudaFuncAttributes attr{};
+  GNIO_CUDA_CHECK(device, cudaFuncGetAttributes(&attr, word_atomic_kernel<std::uint32_t>),
+                  "loading the word_atomic kernel (32-bit)");
+  GNIO_CUDA_CHECK(device, cudaFuncGetAttributes(&attr, word_atomic_kernel<std::uint64_t>),
+                  "loading the word_atomic kernel (64-bit)");
+}
+
 void CudaBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
                               std::uint64_t expected, std::uint64_t* old, StreamRef s) {
   GNIO_REQUIRE(!s.is_host(), "word_atomic on GPU %d: a host-backend stream was passed", device_);

@@ -36,7 +36,8 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
                "GNIO_PROXY_SLOTS=%lld is not a power of two in [2, 65536]", slots);
   // Host-mapped memory: on GPUs the device writes descriptors the proxy thread reads.
   const auto n = static_cast<std::size_t>(slots);
-  const std::size_t bytes = 64 + sizeof(ProxyRing) + (sizeof(ProxyDesc) + sizeof(ProxyResult)) * n;
+  const std::size_t bytes =
+      64 + sizeof(ProxyRing) + (sizeof(ProxyDesc) + sizeof(ProxyResult) + kProxyInlineBytes) * n;
   ring_memory_ = backend_.alloc_host_mapped(bytes);
   std::memset(ring_memory_, 0, bytes);
   const auto aligned = (reinterpret_cast<std::uintptr_t>(ring_memory_) + 63) & ~std::uintptr_t{63};
@@ -45,6 +46,7 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
   handle_.capacity = n;
   handle_.slots = reinterpret_cast<ProxyDesc*>(aligned + sizeof(ProxyRing));
   handle_.results = reinterpret_cast<ProxyResult*>(handle_.slots + n);
+  handle_.inline_data = reinterpret_cast<char*>(handle_.results + n);
   // The ticket counter: device memory, zeroed in stream order before any kernel can post.
   handle_.tail = static_cast<std::uint64_t*>(backend_.alloc_device(sizeof(std::uint64_t)));
   backend_.fill(handle_.tail, 0, sizeof(std::uint64_t), stream_);
@@ -138,6 +140,7 @@ void Proxy::fail_transport(const std::string& what, int lost_peer) {
 void Proxy::send_loop() {
   const std::uint64_t mask = handle_.capacity - 1;
   const std::vector<int>& peers = mesh_.peers();
+  Staging direct_staging(backend_, true, 0);
   const int size = size_;
   std::vector<std::uint64_t> acks_sent(size, 0), acks_seen(size, 0);
   std::vector<std::deque<std::uint64_t>> in_flight(size);  // tickets per peer awaiting its ack
@@ -149,7 +152,11 @@ void Proxy::send_loop() {
   std::vector<std::uint64_t> data_sent(size, 0);
   // Fault injection (GNIO_NET_BAD_REPLY): replies name a ticket the asker never used.
   const std::uint64_t bad_reply = config_bool("GNIO_NET_BAD_REPLY") ? std::uint64_t{1} << 62 : 0;
-  auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes) {
+  // `host_data`: the data lies in host memory this thread reads directly (a slot's inline
+  // buffer), so it skips the staging copies.
+  auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes,
+                        bool host_data = false) {
+    Staging& staging = host_data ? direct_staging : *send_staging_;
     int err = 0;
     const int fd = mesh_.fd(peer);
     // A frame can make the peer answer with data this rank's receiver writes into memory that
@@ -163,7 +170,7 @@ void Proxy::send_loop() {
       // The frame and part of its data go out, then the link breaks: the receiver must report
       // the loss and must not apply the operation.
       const std::size_t part = static_cast<std::size_t>(cut_after - data_sent[peer]);
-      (void)send_staging_->send(fd, &f, sizeof(f), data, part, Deadline::after(timeout_s_), &err);
+      (void)staging.send(fd, &f, sizeof(f), data, part, Deadline::after(timeout_s_), &err);
       data_sent[peer] = cut_after;
       // The failure is recorded before the socket goes down, so that this rank reports the cut
       // rather than its receiver thread's view of it (the connection closing).
@@ -175,7 +182,7 @@ void Proxy::send_loop() {
       return false;
     }
     data_sent[peer] += bytes;
-    if (send_staging_->send(fd, &f, sizeof(f), data, bytes, Deadline::after(timeout_s_), &err) !=
+    if (staging.send(fd, &f, sizeof(f), data, bytes, Deadline::after(timeout_s_), &err) !=
         bootstrap::IoStatus::Ok) {
       if (!stop_.load(std::memory_order_acquire))
         fail_transport(format("rank %d: tcp transport: sending to rank %d failed (%s); that rank "
@@ -211,8 +218,12 @@ void Proxy::send_loop() {
                 peer, get, get ? slot->src : std::uint64_t{(slot->flags & kProxyFetch) != 0},
                 slot->bytes};
           }
-          if (send_frame(peer, f, data ? reinterpret_cast<const void*>(slot->src) : nullptr,
-                         data ? slot->bytes : 0)) {
+          const bool inline_data =
+              data && (slot->flags & kProxyInline) != 0 && slot->bytes <= kProxyInlineBytes;
+          const void* from = !data         ? nullptr
+                             : inline_data ? handle_.inline_data + (next & mask) * kProxyInlineBytes
+                                           : reinterpret_cast<const void*>(slot->src);
+          if (send_frame(peer, f, from, data ? slot->bytes : 0, inline_data)) {
             if (!request) in_flight[peer].push_back(next);
             finished.push_back(false);
           }

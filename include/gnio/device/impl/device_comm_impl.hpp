@@ -105,6 +105,23 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_target(const char* op, int p
   return false;
 }
 
+GNIO_HD_INLINE bool DeviceComm::proxy_reaches(int peer, const void* addr, std::uint64_t bytes,
+                                              bool inline_ok, CallSite site) const {
+#if GNIO_ON_DEVICE
+  // The proxy thread reaches global memory (through copies), not a thread's local memory or a
+  // block's shared memory; put data of up to kProxyInlineBytes is copied by the device itself.
+  if ((!inline_ok || bytes > kProxyInlineBytes) && !__isGlobal(addr)) [[unlikely]] {
+    // (The op text is what the host prints; 31 characters fit the record.)
+    report(Status::InvalidArgument, "proxy: not global memory", peer, ~0ull, bytes, 0, Cmp::Eq, 0,
+           site);
+    return false;
+  }
+#else
+  (void)peer, (void)addr, (void)bytes, (void)inline_ok, (void)site;
+#endif
+  return true;
+}
+
 GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, bool wait_consumed,
                                                          const char* op, CallSite site,
                                                          std::uint64_t* ticket_out) const {
@@ -122,6 +139,16 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
       op, desc.peer, desc.dst_offset, Cmp::Gt, ticket - capacity, site);
   if (st != Status::Ok) return false;
   ProxyDesc* slot = proxy_.slots + (ticket & (capacity - 1));
+  std::uint32_t flags = desc.flags;
+  if ((desc.op == static_cast<std::uint32_t>(ProxyOp::Put) ||
+       desc.op == static_cast<std::uint32_t>(ProxyOp::PutSignal)) &&
+      desc.bytes <= kProxyInlineBytes) {
+    // Small data rides in the slot's inline buffer (ordered by the release store of seq below).
+    char* to = proxy_.inline_data + (ticket & (capacity - 1)) * kProxyInlineBytes;
+    const char* from = reinterpret_cast<const char*>(desc.src);
+    for (std::uint64_t i = 0; i < desc.bytes; ++i) to[i] = from[i];
+    flags |= kProxyInline;
+  }
   slot->op = desc.op;
   slot->peer = desc.peer;
   slot->src = desc.src;
@@ -130,7 +157,7 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
   slot->sig_offset = desc.sig_offset;
   slot->value = desc.value;
   slot->sig_op = desc.sig_op;
-  slot->flags = desc.flags;
+  slot->flags = flags;
   dev::atomic_store(&slot->seq, ticket + 1, dev::Order::Release);
   if (ticket_out) *ticket_out = ticket;
   if (!wait_consumed) return true;
@@ -149,7 +176,9 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_put(const ProxyDesc& desc, b
   const Coop g{};
   // Every member's part of the source is written before the leader hands it to the proxy.
   g.sync();
-  if (g.leader() && post && proxy_target(op, desc.peer, desc.dst_offset, desc.bytes, site) &&
+  if (g.leader() && post &&
+      proxy_reaches(desc.peer, reinterpret_cast<const void*>(desc.src), desc.bytes, true, site) &&
+      proxy_target(op, desc.peer, desc.dst_offset, desc.bytes, site) &&
       (desc.op != static_cast<std::uint32_t>(ProxyOp::PutSignal) ||
        proxy_target(op, desc.peer, desc.sig_offset, sizeof(std::uint64_t), site)))
     (void)proxy_post(desc, wait_consumed, op, site);
@@ -174,7 +203,8 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_get(void* dst, std::uint64_t
                                                         std::uint64_t bytes, int peer, bool wait,
                                                         const char* op, CallSite site) const {
   const Coop g{};
-  if (g.leader() && proxy_target(op, peer, src_offset, bytes, site)) {
+  if (g.leader() && proxy_reaches(peer, dst, bytes, false, site) &&
+      proxy_target(op, peer, src_offset, bytes, site)) {
     std::uint64_t ticket = 0;
     // The proxy thread writes `dst` (host backend: this process's memory).
     if (proxy_post(
