@@ -130,8 +130,9 @@ struct DeviceComm {
   /// Copies `count` elements from `src` (any memory this rank can read) to `dst` on `peer`.
   /// Returns when `src` may be reused; the data is visible at the peer after quiet(), fence()
   /// followed by a signal, or a barrier. A peer on another node is reached through the proxy
-  /// (GNIO_NET), which reads `src` itself: on GPUs it must be symmetric-heap or host-pinned
-  /// memory (docs/guide/multi-node.md).
+  /// (GNIO_NET), which reads `src` itself: on GPUs a source of more than 256 bytes must be
+  /// global memory (heap, cudaMalloc, host-pinned); smaller data is copied into the proxy ring
+  /// by the calling thread (docs/guide/multi-node.md).
   template <class Coop = Thread, class T>
   GNIO_HD void put(SymPtr<T> dst, const T* src, std::size_t count, int peer,
                    CallSite site = {}) const;
