@@ -19,12 +19,16 @@ Staging::Staging(platform::Backend& backend, bool direct, std::size_t chunk)
     }
     old_ = static_cast<std::uint64_t*>(backend_.alloc_host_mapped(sizeof(std::uint64_t)));
   } catch (...) {
-    this->~Staging();
+    release();
     throw;
   }
 }
 
 Staging::~Staging() {
+  release();
+}
+
+void Staging::release() noexcept {
   for (int i = 0; i < 2; ++i) {
     if (cuda_[i] || host_[i]) {
       try {

@@ -49,6 +49,8 @@ class Staging {
   detail::HostStream* host_[2] = {nullptr, nullptr};
   std::uint64_t* old_ = nullptr;  // host-mapped: where word_atomic's kernel leaves the old value
 
+  /// Waits for and frees what the constructor made (whatever part of it exists).
+  void release() noexcept;
   StreamRef stream(int i) const { return host_[i] ? StreamRef(host_[i]) : StreamRef(cuda_[i]); }
 };
 
