@@ -22,8 +22,8 @@ const char* to_string(BackendKind k) noexcept;
 struct ShareableChunk {
   int fd = -1;            ///< owned by whoever holds the struct; close with close_chunk()
   std::size_t bytes = 0;  ///< multiple of Backend::granularity()
-  std::uint64_t handle =
-      0;  ///< backend's own handle to the local allocation (cuda: CUmemGenericAllocationHandle)
+  /// backend's own handle to the local allocation (cuda: CUmemGenericAllocationHandle)
+  std::uint64_t handle = 0;
 };
 
 /// How a user buffer registered with Comm::register_buffer is shared with node peers.

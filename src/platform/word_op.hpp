@@ -19,8 +19,10 @@ inline std::uint64_t apply_word_op(void* word, unsigned width, WordOp op, std::u
     using T = std::remove_pointer_t<decltype(w)>;
     const T v = static_cast<T>(operand);
     switch (op) {
-      case WordOp::Load:
-        return dev::atomic_load(w, order == dev::Order::Release ? dev::Order::Relaxed : order);
+      case WordOp::Load:  // a load has no release part: AcqRel -> Acquire, Release -> Relaxed
+        return dev::atomic_load(w, order == dev::Order::AcqRel    ? dev::Order::Acquire
+                                   : order == dev::Order::Release ? dev::Order::Relaxed
+                                                                  : order);
       case WordOp::Store:
       case WordOp::Exchange: return dev::atomic_exchange(w, v, order);
       case WordOp::Add: return dev::atomic_fetch_add(w, v, order);

@@ -13,6 +13,7 @@
 #include "gnio/log.hpp"
 #include "platform/cuda/cuda_driver.hpp"
 #include "platform/cuda/cuda_error.hpp"
+#include "platform/cuda/cuda_word_atomic.hpp"
 
 namespace gnio::platform {
 namespace {
@@ -905,6 +906,18 @@ void CudaBackend::fill(void* dst, int value, std::size_t n, StreamRef s) {
   ScopedDevice guard(device_);
   GNIO_CUDA_CHECK(device_, cudaMemsetAsync(dst, value, n, stream),
                   "cudaMemsetAsync(%p, 0x%02x, %zu bytes)", dst, value & 0xff, n);
+}
+
+void CudaBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
+                              std::uint64_t expected, std::uint64_t* old, StreamRef s) {
+  cudaStream_t stream = cuda_stream(s, device_);
+  GNIO_REQUIRE(
+      word && (width == 4 || width == 8) && reinterpret_cast<std::uintptr_t>(word) % width == 0,
+      "word_atomic on GPU %d: %p is not an aligned %u-byte word", device_, word, width);
+  ScopedDevice guard(device_);
+  GNIO_CUDA_CHECK(device_,
+                  launch_word_atomic_kernel(word, width, op, operand, expected, old, stream),
+                  "launching the word_atomic kernel (%u bytes at %p)", width, word);
 }
 
 void CudaBackend::device_synchronize() {

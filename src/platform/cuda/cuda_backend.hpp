@@ -35,10 +35,6 @@ struct CudaIpcAllocation {
 /// thread for the duration of the call (and restores the caller's device), so the backend may be
 /// used from any thread; the constructor leaves the GPU current on the constructing thread, so
 /// that the application's own kernels land on the rank's GPU. Thread-safe.
-/// Loads word_atomic's kernels on `device` (current), so that launching them never waits for
-/// the kernels already running (lazy module loading; cuda_word_atomic.cu).
-void load_word_atomic_kernels(int device);
-
 class CudaBackend final : public Backend {
  public:
   /// Sets `device` current and checks that it can run gnio: compute capability 7.0 or newer,

@@ -6,10 +6,9 @@
 
 #include <cstdint>
 
-#include "base/fail.hpp"
 #include "gnio/device/atomic.hpp"
-#include "platform/cuda/cuda_backend.hpp"
 #include "platform/cuda/cuda_error.hpp"
+#include "platform/cuda/cuda_word_atomic.hpp"
 
 namespace gnio::platform {
 namespace {
@@ -43,14 +42,9 @@ void load_word_atomic_kernels(int device) {
                   "loading the word_atomic kernel (64-bit)");
 }
 
-void CudaBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
-                              std::uint64_t expected, std::uint64_t* old, StreamRef s) {
-  GNIO_REQUIRE(!s.is_host(), "word_atomic on GPU %d: a host-backend stream was passed", device_);
-  GNIO_REQUIRE(
-      word && (width == 4 || width == 8) && reinterpret_cast<std::uintptr_t>(word) % width == 0,
-      "word_atomic on GPU %d: %p is not an aligned %u-byte word", device_, word, width);
-  cudaStream_t stream = s.cuda();
-  GNIO_CUDA_CHECK(device_, cudaSetDevice(device_), "cudaSetDevice(%d)", device_);
+cudaError_t launch_word_atomic_kernel(void* word, unsigned width, WordOp op, std::uint64_t operand,
+                                      std::uint64_t expected, std::uint64_t* old,
+                                      cudaStream_t stream) {
   if (width == 4)
     word_atomic_kernel<<<1, 1, 0, stream>>>(static_cast<std::uint32_t*>(word), op,
                                             static_cast<std::uint32_t>(operand),
@@ -58,8 +52,7 @@ void CudaBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64
   else
     word_atomic_kernel<<<1, 1, 0, stream>>>(static_cast<std::uint64_t*>(word), op, operand,
                                             expected, old);
-  GNIO_CUDA_CHECK(device_, cudaGetLastError(), "launching the word_atomic kernel (%u bytes at %p)",
-                  width, word);
+  return cudaGetLastError();
 }
 
 }  // namespace gnio::platform
