@@ -72,8 +72,13 @@ constexpr ConfigVar kVars[] = {
      "(host backend), through page-locked bounce buffers for GPU memory; always = bounce buffers "
      "on the host backend too (tests of the GPU path on CPUs)"},
     {"GNIO_PROXY_CHUNK", ConfigType::Size, "1M",
-     "size of each of the proxy's two bounce buffers per thread: staged data moves in chunks of "
-     "this size, the copy of one overlapping the socket transfer of the other"},
+     "staged data moves in chunks of this size: the sending proxy thread has two bounce buffers of "
+     "it (the copy of one chunk out of GPU memory overlaps the socket transfer of the other), the "
+     "receiving thread a ring of four (the GPU empties one while the socket fills the next)"},
+    {"GNIO_PROXY_SPIN_US", ConfigType::Int, "-1",
+     "how long (microseconds) a proxy thread keeps polling after its last work before it sleeps: "
+     "the latency of the first operation after a pause against a busy CPU core; -1 = 10000 on "
+     "GPUs, 0 on the host backend (whose ranks share the CPUs with the proxy)"},
     {"GNIO_NET_CUT_AFTER", ConfigType::Size, "0",
      "fault injection for tests: the tcp transport cuts its connection to a peer (shutdown) in the "
      "middle of the put data that takes the bytes sent to that peer past this many; 0 = off"},

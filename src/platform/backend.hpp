@@ -74,6 +74,23 @@ enum class WordOp : std::uint32_t {
   CompareSwap,  ///< writes `operand` if it holds `expected`
 };
 
+/// What Backend::deliver writes, in this order: data, then a signal word, then a completion mark.
+/// Every part is optional (null pointer / zero bytes: skipped).
+struct Delivery {
+  void* dst = nullptr;        ///< where the data goes (memory this rank's device reaches)
+  const void* src = nullptr;  ///< the data: host memory the device reads (alloc_host_mapped)
+  std::size_t bytes = 0;
+  /// The signal: `op` (Store or Add) with `operand` on the 8-byte word at `word`, with release
+  /// order, so whoever sees its new value sees the data.
+  std::uint64_t* word = nullptr;
+  WordOp op = WordOp::Store;
+  std::uint64_t operand = 0;
+  /// The completion mark: `mark` stored with release order to `*done` (host-mapped memory) once
+  /// the data and the signal are in place; the host polls it instead of synchronizing a stream.
+  std::uint64_t* done = nullptr;
+  std::uint64_t mark = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -155,6 +172,10 @@ class Backend {
   /// atomics to GPU memory it cannot address.
   virtual void word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
                            std::uint64_t expected, std::uint64_t* old, StreamRef s) = 0;
+  /// Queues `d` on `s`: its data, then its signal, then its mark (see Delivery), after everything
+  /// queued on `s` before. How a proxy thread hands a received put to GPU memory without waiting
+  /// for it: small data costs one kernel launch (no copy engine round, no synchronization).
+  virtual void deliver(const Delivery& d, StreamRef s) = 0;
 };
 
 /// The host backend (always available).

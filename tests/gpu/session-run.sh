@@ -20,7 +20,8 @@
 #   msgrate    gnio-perf msgrate: 8-byte put_signal, put and signal rates over NVLink
 #   net        the proxy over tcp (the 2 GPUs declared as 2 nodes): allreduce vs NCCL over its
 #              socket transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket, CUDA
-#              graphs), put/put_signal latency and bandwidth, the proxy's 8-byte message rate
+#              graphs), put/put_signal latency and bandwidth, the proxy's 8-byte message rate;
+#              NET_MAX caps the sizes (default 256M)
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
 #   sanitize   compute-sanitizer memcheck on the functional suites
@@ -120,10 +121,10 @@ run_step() {
     net)
       mkdir -p "$r/net"
       step net-allreduce env GNIO_NET=tcp NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket \
-        "$R" -n 2 --nodes 2 --timeout 300 -- "$P" coll --coll allreduce -b 8 -e 256M -f 4 \
+        "$R" -n 2 --nodes 2 --timeout 300 -- "$P" coll --coll allreduce -b 8 -e "${NET_MAX:-256M}" -f 4 \
         --vs-nccl --json "$r/net/allreduce-tcp.json"
       step net-rma env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout 300 -- "$P" rma \
-        --op put,put_signal --scope block --mode lat,bw -b 8 -e 256M -f 8 --reps 3 \
+        --op put,put_signal --scope block --mode lat,bw -b 8 -e "${NET_MAX:-256M}" -f 8 --reps 3 \
         --json "$r/net/rma-tcp.json"
       step net-msgrate env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout 120 -- "$P" msgrate \
         --op put_signal --json "$r/net/msgrate-tcp.json" ;;

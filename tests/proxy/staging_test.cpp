@@ -1,7 +1,8 @@
 // Staging on the host backend, direct and through bounce buffers (the GPUs' path): every byte of
 // a header + data stream arrives in place whatever the chunk size, sizes around chunk boundaries
-// included; word_atomic gives each WordOp's result and old value on 4- and 8-byte words; a
-// connection that closes mid-transfer is reported, not hung on.
+// included, with its signal applied once and its mark completed; many deliveries queued without
+// waiting wrap the inbound ring and all land; word_atomic gives each WordOp's result and old value
+// on 4- and 8-byte words; a connection that closes mid-transfer is reported, not hung on.
 #include "transport/proxy/staging.hpp"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,8 @@ using gnio::Deadline;
 using gnio::bootstrap::IoStatus;
 using gnio::platform::WordOp;
 using gnio::proxy::Staging;
+constexpr auto kOut = Staging::Direction::Outbound;
+constexpr auto kIn = Staging::Direction::Inbound;
 
 struct SocketPair {
   int fd[2] = {-1, -1};
@@ -50,8 +53,11 @@ class StagingTest : public ::testing::TestWithParam<Param> {
 
 TEST_P(StagingTest, HeaderAndDataArriveInPlace) {
   const Param p = GetParam();
-  Staging sender(*backend, p.direct, p.chunk), receiver(*backend, p.direct, p.chunk);
+  Staging sender(*backend, kOut, p.direct, p.chunk), receiver(*backend, kIn, p.direct, p.chunk);
   const std::size_t chunk = p.chunk;
+  auto* sig = static_cast<std::uint64_t*>(backend->alloc_device(sizeof(std::uint64_t)));
+  *sig = 100;
+  std::uint64_t added = 0;
   const std::size_t sizes[] = {0,         1,         chunk - 1,     chunk,
                                chunk + 1, 2 * chunk, 3 * chunk + 5, (1u << 20) + 3};
   for (std::size_t bytes : sizes) {
@@ -74,7 +80,14 @@ TEST_P(StagingTest, HeaderAndDataArriveInPlace) {
               IoStatus::Ok);
     EXPECT_EQ(got[0], 0x1234u);
     EXPECT_EQ(got[1], bytes);
-    EXPECT_EQ(receiver.receive(sp.fd[1], dst, bytes, Deadline::after(30), &err), IoStatus::Ok);
+    const Staging::Signal signal{sig, WordOp::Add, bytes + 1};
+    std::uint64_t mark = 0;
+    EXPECT_EQ(receiver.receive(sp.fd[1], dst, bytes, &signal, Deadline::after(30), &err, &mark),
+              IoStatus::Ok);
+    added += bytes + 1;
+    EXPECT_TRUE(receiver.settle(Deadline::after(30)));
+    EXPECT_GE(receiver.completed(), mark);
+    EXPECT_EQ(*sig, 100 + added) << bytes << " bytes: the signal is applied exactly once";
     t.join();
     EXPECT_EQ(sent, IoStatus::Ok);
     std::size_t wrong = 0;
@@ -84,6 +97,51 @@ TEST_P(StagingTest, HeaderAndDataArriveInPlace) {
     backend->free_device(src);
     backend->free_device(dst);
   }
+  backend->free_device(sig);
+}
+
+TEST_P(StagingTest, ManyDeliveriesInFlightAllLand) {
+  // Pieces of a third of a chunk (and odd sizes), queued back to back without settling: the
+  // inbound ring wraps many times, and reserve() must wait for completed pieces, never overwrite
+  // a live one.
+  const Param p = GetParam();
+  Staging receiver(*backend, kIn, p.direct, p.chunk);
+  const std::size_t piece = p.chunk / 3 + 1, count = 200, stride = piece + 5;
+  auto* dst = static_cast<std::uint8_t*>(backend->alloc_device(count * stride));
+  auto* sig = static_cast<std::uint64_t*>(backend->alloc_device(sizeof(std::uint64_t)));
+  std::memset(dst, kPoison, count * stride);
+  *sig = 0;
+  SocketPair sp;
+  std::thread peer([&] {
+    std::vector<std::uint8_t> data(count * piece);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = pattern(i);
+    int err = 0;
+    EXPECT_EQ(gnio::bootstrap::send_all(sp.fd[0], data.data(), data.size(), nullptr, 0,
+                                        Deadline::after(30), &err),
+              IoStatus::Ok);
+  });
+  std::uint64_t last = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    const Staging::Signal signal{sig, WordOp::Store, k + 1};
+    int err = 0;
+    std::uint64_t mark = 0;
+    ASSERT_EQ(receiver.receive(sp.fd[1], dst + k * stride, piece, &signal, Deadline::after(30),
+                               &err, &mark),
+              IoStatus::Ok);
+    EXPECT_GT(mark, last);  // marks grow
+    last = mark;
+  }
+  peer.join();
+  ASSERT_TRUE(receiver.settle(Deadline::after(30)));
+  EXPECT_EQ(receiver.completed(), last);
+  EXPECT_EQ(*sig, count);  // the last signal is the one in place
+  std::size_t wrong = 0;
+  for (std::size_t k = 0; k < count; ++k)
+    for (std::size_t i = 0; i < stride; ++i)
+      wrong += dst[k * stride + i] != (i < piece ? pattern(k * piece + i) : kPoison);
+  EXPECT_EQ(wrong, 0u);
+  backend->free_device(dst);
+  backend->free_device(sig);
 }
 
 template <class T>
@@ -106,7 +164,7 @@ void check_word_ops(Staging& s, T* w) {
 
 TEST_P(StagingTest, WordAtomicsGiveResultAndOldValue) {
   const Param p = GetParam();
-  Staging s(*backend, p.direct, p.chunk);
+  Staging s(*backend, kIn, p.direct, p.chunk);
   auto* words = static_cast<std::uint64_t*>(backend->alloc_device(2 * sizeof(std::uint64_t)));
   check_word_ops(s, reinterpret_cast<std::uint32_t*>(words));
   check_word_ops(s, words + 1);
@@ -115,7 +173,7 @@ TEST_P(StagingTest, WordAtomicsGiveResultAndOldValue) {
 
 TEST_P(StagingTest, ConnectionClosedMidDataIsReported) {
   const Param p = GetParam();
-  Staging receiver(*backend, p.direct, p.chunk);
+  Staging receiver(*backend, kIn, p.direct, p.chunk);
   SocketPair sp;
   const std::size_t bytes = 4 * p.chunk + 3;
   // More than a chunk arrives (so a copy is pending when the connection ends), then the peer
@@ -131,8 +189,11 @@ TEST_P(StagingTest, ConnectionClosedMidDataIsReported) {
   });
   int err = 0;
   auto* dst = static_cast<std::uint8_t*>(backend->alloc_device(bytes));
-  EXPECT_EQ(receiver.receive(sp.fd[1], dst, bytes, Deadline::after(30), &err), IoStatus::Closed);
+  std::uint64_t mark = 0;
+  EXPECT_EQ(receiver.receive(sp.fd[1], dst, bytes, nullptr, Deadline::after(30), &err, &mark),
+            IoStatus::Closed);
   peer.join();
+  EXPECT_TRUE(receiver.settle(Deadline::after(30)));  // what was queued still lands
   backend->free_device(dst);
 }
 

@@ -13,7 +13,7 @@
 #include "gnio/log.hpp"
 #include "platform/cuda/cuda_driver.hpp"
 #include "platform/cuda/cuda_error.hpp"
-#include "platform/cuda/cuda_word_atomic.hpp"
+#include "platform/cuda/cuda_stream_ops.hpp"
 
 namespace gnio::platform {
 namespace {
@@ -180,7 +180,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   // process is reported here rather than at the first allocation.
   GNIO_CUDA_CHECK(device, cudaSetDevice(device), "cudaSetDevice(%d)", device);
   GNIO_CUDA_CHECK(device, cudaFree(nullptr), "creating the CUDA context (cudaFree(nullptr))");
-  load_word_atomic_kernels(device);
+  load_stream_op_kernels(device);
 
   char bus_id[32] = "unknown";
   if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device) != cudaSuccess) {
@@ -918,6 +918,28 @@ void CudaBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64
   GNIO_CUDA_CHECK(device_,
                   launch_word_atomic_kernel(word, width, op, operand, expected, old, stream),
                   "launching the word_atomic kernel (%u bytes at %p)", width, word);
+}
+
+void CudaBackend::deliver(const Delivery& d, StreamRef s) {
+  cudaStream_t stream = cuda_stream(s, device_);
+  GNIO_REQUIRE((d.bytes == 0 || (d.dst && d.src)) &&
+                   (!d.word || reinterpret_cast<std::uintptr_t>(d.word) % 8 == 0) &&
+                   (!d.done || reinterpret_cast<std::uintptr_t>(d.done) % 8 == 0),
+               "deliver on GPU %d: bad delivery (%zu bytes %p -> %p, signal word %p, mark word %p)",
+               device_, d.bytes, d.src, d.dst, static_cast<void*>(d.word),
+               static_cast<void*>(d.done));
+  ScopedDevice guard(device_);
+  Delivery rest = d;
+  if (d.bytes > kDeliverKernelBytes) {
+    // The copy engine moves large data faster than threads reading over the bus.
+    GNIO_CUDA_CHECK(device_, cudaMemcpyAsync(d.dst, d.src, d.bytes, cudaMemcpyDefault, stream),
+                    "cudaMemcpyAsync(%p <- %p, %zu bytes) (deliver)", d.dst, d.src, d.bytes);
+    rest.bytes = 0;
+  }
+  if (rest.bytes == 0 && !rest.word && !rest.done) return;
+  GNIO_CUDA_CHECK(device_, launch_deliver_kernel(rest, stream),
+                  "launching the deliver kernel (%zu bytes to %p, signal word %p)", rest.bytes,
+                  rest.dst, static_cast<void*>(rest.word));
 }
 
 void CudaBackend::device_synchronize() {

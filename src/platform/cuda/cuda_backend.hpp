@@ -138,11 +138,14 @@ class CudaBackend final : public Backend {
   void copy(void* dst, const void* src, std::size_t n, StreamRef s) override;
   /// cudaMemsetAsync.
   void fill(void* dst, int value, std::size_t n, StreamRef s) override;
-  /// A one-thread kernel on `s` (cuda_word_atomic.cu): the GPU's own system-scope atomic, so it
+  /// A one-thread kernel on `s` (cuda_stream_ops.cu): the GPU's own system-scope atomic, so it
   /// is atomic against kernels updating the word (the host cannot address device memory, and
   /// copies are not atomic).
   void word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
                    std::uint64_t expected, std::uint64_t* old, StreamRef s) override;
+  /// One kernel (cuda_stream_ops.cu) that copies the data out of host memory, applies the signal
+  /// and stores the mark; data over kDeliverKernelBytes goes through cudaMemcpyAsync first.
+  void deliver(const Delivery& d, StreamRef s) override;
   void device_synchronize() override;
 
  private:

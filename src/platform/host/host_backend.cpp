@@ -335,6 +335,23 @@ void HostBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64
       "word_atomic");
 }
 
+void HostBackend::deliver(const Delivery& d, StreamRef s) {
+  detail::HostStream* stream = host_stream(s, "deliver");
+  GNIO_REQUIRE((d.bytes == 0 || (d.dst && d.src)) &&
+                   (!d.word || reinterpret_cast<std::uintptr_t>(d.word) % 8 == 0) &&
+                   (!d.done || reinterpret_cast<std::uintptr_t>(d.done) % 8 == 0),
+               "host backend deliver: bad delivery (%zu bytes %p -> %p, signal word %p, mark "
+               "word %p)",
+               d.bytes, d.src, d.dst, static_cast<void*>(d.word), static_cast<void*>(d.done));
+  stream->enqueue_function(
+      [d] {
+        if (d.bytes) std::memcpy(d.dst, d.src, d.bytes);
+        if (d.word) (void)apply_word_op(d.word, 8, d.op, d.operand, 0, dev::Order::AcqRel);
+        if (d.done) dev::atomic_store(d.done, d.mark, dev::Order::Release);
+      },
+      "deliver");
+}
+
 void HostBackend::device_synchronize() {
   std::vector<std::shared_ptr<detail::HostStream>> streams;
   {

@@ -76,6 +76,8 @@ class HostBackend final : public Backend {
   /// seen first).
   void word_atomic(void* word, unsigned width, WordOp op, std::uint64_t operand,
                    std::uint64_t expected, std::uint64_t* old, StreamRef s) override;
+  /// memcpy, the signal's atomic and the mark's release store on the stream's worker.
+  void deliver(const Delivery& d, StreamRef s) override;
   /// Synchronizes every live stream of this backend; rethrows the first error found.
   void device_synchronize() override;
 

@@ -58,8 +58,14 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
                "GNIO_PROXY_STAGING='%s' is not one of auto, always", staging.c_str());
   const bool direct = backend_.kind() == platform::BackendKind::Host && staging == "auto";
   const std::size_t chunk = config_size("GNIO_PROXY_CHUNK");
-  send_staging_ = std::make_unique<Staging>(backend_, direct, chunk);
-  receive_staging_ = std::make_unique<Staging>(backend_, direct, chunk);
+  send_staging_ = std::make_unique<Staging>(backend_, Staging::Direction::Outbound, direct, chunk);
+  receive_staging_ =
+      std::make_unique<Staging>(backend_, Staging::Direction::Inbound, direct, chunk);
+  const long long spin_us = config_int("GNIO_PROXY_SPIN_US");
+  GNIO_REQUIRE(spin_us >= -1, "GNIO_PROXY_SPIN_US=%lld is not -1 (auto) or a duration", spin_us);
+  spin_ = std::chrono::microseconds(spin_us >= 0                                     ? spin_us
+                                    : backend_.kind() == platform::BackendKind::Host ? 0
+                                                                                     : 10000);
   const int size = bs.size();
   applied_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
   peer_acked_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
@@ -140,13 +146,14 @@ void Proxy::fail_transport(const std::string& what, int lost_peer) {
 void Proxy::send_loop() {
   const std::uint64_t mask = handle_.capacity - 1;
   const std::vector<int>& peers = mesh_.peers();
-  Staging direct_staging(backend_, true, 0);
+  Staging direct_staging(backend_, Staging::Direction::Outbound, true, 0);
   const int size = size_;
   std::vector<std::uint64_t> acks_sent(size, 0), acks_seen(size, 0);
   std::vector<std::deque<std::uint64_t>> in_flight(size);  // tickets per peer awaiting its ack
   std::deque<bool> finished;                               // tickets done_base.. in order
   std::uint64_t next = 0, done_base = 0;
   unsigned idle = 0;
+  auto last_work = std::chrono::steady_clock::now();
   // Fault injection (GNIO_NET_CUT_AFTER): data bytes sent to each peer so far.
   const std::uint64_t cut_after = config_size("GNIO_NET_CUT_AFTER");
   std::vector<std::uint64_t> data_sent(size, 0);
@@ -283,9 +290,13 @@ void Proxy::send_loop() {
       // Tickets whose frame could not be sent are never finished: quiet() then ends on the abort.
       if (done_base != before) dev::atomic_store(&ring_->done, done_base, dev::Order::Release);
     }
+    // Within the spin window after the last work the thread only yields, so a descriptor the
+    // device posts next is picked up at once.
+    const auto now = std::chrono::steady_clock::now();
     if (busy) {
       idle = 0;
-    } else if (++idle < 64) {
+      last_work = now;
+    } else if (++idle < 64 || now - last_work < spin_) {
       std::this_thread::yield();
     } else {
       // Idle: wait briefly (2-core CI machines run many ranks). The receiver's work for this
@@ -308,17 +319,40 @@ void Proxy::send_loop() {
 void Proxy::receive_loop() {
   std::vector<int> open = mesh_.peers();
   std::vector<pollfd> pfds;
+  auto last_work = std::chrono::steady_clock::now();
   while (!stop_.load(std::memory_order_acquire) && !open.empty()) {
+    settle_deliveries();
     pfds.clear();
     for (int p : open) pfds.push_back(pollfd{mesh_.fd(p), POLLIN, 0});
-    const int n = ::poll(pfds.data(), pfds.size(), 50);
-    if (n <= 0) continue;  // timeout or EINTR: look at stop_ again
+    // Without blocking while deliveries are in flight (their completion is polled here) and
+    // within the spin window after the last frame; otherwise blocking, 50 ms at a time so that
+    // stop_ is looked at.
+    const auto now = std::chrono::steady_clock::now();
+    const bool spin = !delivering_.empty() || now - last_work < spin_;
+    const int n = ::poll(pfds.data(), pfds.size(), spin ? 0 : 50);
+    if (n <= 0) {  // nothing, or EINTR
+      if (spin) std::this_thread::yield();
+      continue;
+    }
+    last_work = now;
     std::vector<int> still_open;
     for (std::size_t i = 0; i < pfds.size(); ++i) {
       if (pfds[i].revents == 0 || receive_frame(open[i])) still_open.push_back(open[i]);
     }
     open.swap(still_open);
   }
+}
+
+void Proxy::settle_deliveries() {
+  if (delivering_.empty()) return;
+  const std::uint64_t done = receive_staging_->completed();
+  bool any = false;
+  while (!delivering_.empty() && delivering_.front().mark <= done) {
+    applied_[delivering_.front().peer].fetch_add(1, std::memory_order_release);
+    delivering_.pop_front();
+    any = true;
+  }
+  if (any) nudge_sender();  // it owes those peers acks
 }
 
 bool Proxy::receive_frame(int peer) {
@@ -363,6 +397,15 @@ bool Proxy::receive_frame(int peer) {
   }
   if (!v.is_reply() && !await_replies_sent(peer)) return false;
   if (v.kind == FrameKind::Get || v.kind == FrameKind::Atomic) {
+    // The puts this peer sent before are in place before a get reads (or an atomic updates)
+    // what they wrote.
+    if (!receive_staging_->settle(deadline)) {
+      fail_transport(
+          format("rank %d: proxy: the data of earlier puts did not land within %.0f s "
+                 "(the GPU did not run the proxy's copies)",
+                 rank_, timeout_s_));
+      return false;
+    }
     // Answered by this rank's sender; not counted in applied_ (the requester finishes these by
     // their reply, not by acks).
     Frame reply{kFrameMagic, kFrameGetReply, token_, f.dst_offset, f.bytes, 0, 0, 0, 0, f.count};
@@ -385,8 +428,11 @@ bool Proxy::receive_frame(int peer) {
       return reject(get ? "a get reply that answers no open get of this rank (of that size)"
                         : "an atomic reply that answers no open atomic of this rank");
     if (get) {
-      if (f.bytes > 0 && receive_staging_->receive(fd, reinterpret_cast<char*>(addr), f.bytes,
-                                                   deadline, &err) != bootstrap::IoStatus::Ok) {
+      // The asker's ticket is done (and its device reads the data) only once it is in place.
+      std::uint64_t mark = 0;
+      if (receive_staging_->receive(fd, reinterpret_cast<char*>(addr), f.bytes, nullptr, deadline,
+                                    &err, &mark) != bootstrap::IoStatus::Ok ||
+          !receive_staging_->settle(deadline)) {
         fail_transport(
             format("rank %d: tcp transport: the data of a get from rank %d did not "
                    "arrive (%s)",
@@ -408,28 +454,25 @@ bool Proxy::receive_frame(int peer) {
     nudge_sender();
     return true;
   }
-  const bool data = v.has_data();
-  const bool sig = v.has_signal();
-  if (data && f.bytes > 0 &&
-      receive_staging_->receive(fd, heap_base_ + f.dst_offset, f.bytes, deadline, &err) !=
-          bootstrap::IoStatus::Ok) {
+  // Data, then the signal after it with release order (a rank that sees the new signal value also
+  // sees the data); the peer's ack waits until both are in place (settle_deliveries).
+  const Staging::Signal signal{reinterpret_cast<std::uint64_t*>(heap_base_ + f.sig_offset),
+                               f.sig_op == static_cast<std::uint32_t>(SignalOp::Set)
+                                   ? platform::WordOp::Store
+                                   : platform::WordOp::Add,
+                               f.value};
+  std::uint64_t mark = 0;
+  if (receive_staging_->receive(fd, heap_base_ + f.dst_offset, v.has_data() ? f.bytes : 0,
+                                v.has_signal() ? &signal : nullptr, deadline, &err,
+                                &mark) != bootstrap::IoStatus::Ok) {
     fail_transport(
         format("rank %d: tcp transport: the data of a put from rank %d did not arrive "
                "(%s)",
                rank_, peer, err ? std::strerror(err) : "timeout or closed"));
     return false;
   }
-  if (sig) {
-    // After the data (receive() returned once it was in place), with release order: a rank that
-    // sees the new signal value also sees the data.
-    (void)receive_staging_->word_atomic(heap_base_ + f.sig_offset, sizeof(std::uint64_t),
-                                        f.sig_op == static_cast<std::uint32_t>(SignalOp::Set)
-                                            ? platform::WordOp::Store
-                                            : platform::WordOp::Add,
-                                        f.value, 0);
-  }
-  applied_[peer].fetch_add(1, std::memory_order_release);
-  nudge_sender();  // it owes the peer an ack
+  delivering_.push_back(Delivering{mark, peer});
+  settle_deliveries();
   return true;
 }
 

@@ -19,8 +19,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -88,6 +90,8 @@ class Proxy {
   void fail_transport(const std::string& what, int lost_peer = -1);
   /// Applies an Atomic frame to this rank's heap; returns the old value (zero-extended).
   std::uint64_t apply_atomic(const Frame& f);
+  /// Counts the puts whose deliveries completed as applied (the sender acks them).
+  void settle_deliveries();
   /// Hands a fetching atomic's old value to the device thread waiting in result slot `ticket`
   /// (waiting, up to the timeout, until that slot's previous user freed it). False on timeout.
   bool deliver_result(std::uint64_t ticket, std::uint64_t value);
@@ -104,6 +108,11 @@ class Proxy {
     bool get;
     std::uint64_t addr;   ///< get: where the data goes; atomic: nonzero if the old value is wanted
     std::uint64_t bytes;  ///< get: data bytes
+  };
+  /// A put from `peer` whose delivery (data, signal) completes at `mark` (Staging::completed()).
+  struct Delivering {
+    std::uint64_t mark;
+    int peer;
   };
   /// A reply this rank owes a peer: the frame (a GetReply's data is read when it is sent).
   struct Reply {
@@ -133,6 +142,10 @@ class Proxy {
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> peer_acked_;
   std::unique_ptr<std::atomic<bool>[]> said_bye_;
+  // Receiver thread only: puts received and queued, not yet in place, in mark order.
+  std::deque<Delivering> delivering_;
+  // How long the threads poll after their last work before they sleep (GNIO_PROXY_SPIN_US).
+  std::chrono::microseconds spin_{0};
   // Requests by ticket (sender inserts before sending, receiver takes on the reply) and the
   // tickets answered since the sender last looked.
   std::mutex requests_mutex_;

@@ -1,23 +1,42 @@
 #include "transport/proxy/staging.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include "base/fail.hpp"
 #include "gnio/device/atomic.hpp"
 #include "platform/word_op.hpp"
 
 namespace gnio::proxy {
+namespace {
 
-Staging::Staging(platform::Backend& backend, bool direct, std::size_t chunk)
-    : backend_(backend), direct_(direct), chunk_(chunk) {
+/// Inbound pieces start 16-byte aligned, so deliver's kernel copies with 16-byte accesses.
+constexpr std::size_t kPieceAlign = 16;
+/// Inbound ring size in chunks: deliveries of up to this many chunks in flight.
+constexpr std::size_t kRingChunks = 4;
+
+std::size_t round_up(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+}  // namespace
+
+Staging::Staging(platform::Backend& backend, Direction direction, bool direct, std::size_t chunk)
+    : backend_(backend), direction_(direction), direct_(direct), chunk_(chunk) {
+  done_ = &direct_done_;
   if (direct_) return;
   GNIO_REQUIRE(chunk_ > 0, "GNIO_PROXY_CHUNK must be positive");
   try {
-    for (int i = 0; i < 2; ++i) {
-      bounce_[i] = static_cast<char*>(backend_.alloc_host_mapped(chunk_));
-      backend_.create_stream(&cuda_[i], &host_[i]);
+    if (direction_ == Direction::Outbound) {
+      for (int i = 0; i < 2; ++i)
+        bounce_[i] = static_cast<char*>(backend_.alloc_host_mapped(chunk_));
+    } else {
+      ring_bytes_ = kRingChunks * round_up(chunk_, kPieceAlign);
+      bounce_[0] = static_cast<char*>(backend_.alloc_host_mapped(ring_bytes_));
+      done_ = static_cast<std::uint64_t*>(backend_.alloc_host_mapped(sizeof(std::uint64_t)));
+      old_ = static_cast<std::uint64_t*>(backend_.alloc_host_mapped(sizeof(std::uint64_t)));
     }
-    old_ = static_cast<std::uint64_t*>(backend_.alloc_host_mapped(sizeof(std::uint64_t)));
+    for (int i = 0; i < streams(); ++i) backend_.create_stream(&cuda_[i], &host_[i]);
   } catch (...) {
     release();
     throw;
@@ -43,6 +62,8 @@ void Staging::release() noexcept {
     backend_.free_host_mapped(bounce_[i]);
     bounce_[i] = nullptr;
   }
+  if (done_ != &direct_done_) backend_.free_host_mapped(done_);
+  done_ = &direct_done_;
   backend_.free_host_mapped(old_);
   old_ = nullptr;
 }
@@ -71,26 +92,91 @@ bootstrap::IoStatus Staging::send(int fd, const void* head, std::size_t head_byt
   return st;
 }
 
-bootstrap::IoStatus Staging::receive(int fd, void* dst, std::size_t bytes, const Deadline& deadline,
-                                     int* err) {
-  if (direct_ || bytes == 0) return bootstrap::recv_all(fd, dst, bytes, deadline, err);
-  char* to = static_cast<char*>(dst);
-  bool pending[2] = {false, false};
-  bootstrap::IoStatus st = bootstrap::IoStatus::Ok;
-  for (std::size_t at = 0, k = 0; at < bytes && st == bootstrap::IoStatus::Ok; at += chunk_, ++k) {
-    const int b = static_cast<int>(k % 2);
-    const std::size_t n = std::min(chunk_, bytes - at);
-    // The copy out of this buffer two chunks ago must be over before the socket refills it.
-    if (pending[b]) backend_.stream_synchronize(stream(b));
-    pending[b] = false;
-    st = bootstrap::recv_all(fd, bounce_[b], n, deadline, err);
-    if (st != bootstrap::IoStatus::Ok) break;
-    backend_.copy(to + at, bounce_[b], n, stream(b));
-    pending[b] = true;
+std::uint64_t Staging::completed() const {
+  return dev::atomic_load(done_, dev::Order::Acquire);
+}
+
+bool Staging::settle(const Deadline& deadline) {
+  while (completed() < issued_) {
+    if (deadline.expired()) return false;
+    std::this_thread::yield();
   }
-  for (int i = 0; i < 2; ++i)
-    if (pending[i]) backend_.stream_synchronize(stream(i));
-  return st;
+  return true;
+}
+
+bool Staging::reserve(std::size_t bytes, const Deadline& deadline, std::size_t* at) {
+  const std::size_t need = round_up(bytes, kPieceAlign);
+  // The head never catches up with the oldest live piece from behind (the comparisons with
+  // `tail` are strict), so head == tail means an empty ring.
+  for (;;) {
+    const std::uint64_t done = completed();
+    while (!pieces_.empty() && pieces_.front().mark <= done) pieces_.pop_front();
+    if (pieces_.empty()) ring_head_ = 0;
+    const std::size_t tail = pieces_.empty() ? 0 : pieces_.front().begin;
+    std::size_t begin = ring_bytes_;  // none found
+    if (pieces_.empty() || ring_head_ > tail) {
+      if (ring_head_ + need <= ring_bytes_)
+        begin = ring_head_;
+      else if (need < tail)
+        begin = 0;
+    } else if (ring_head_ + need < tail) {
+      begin = ring_head_;
+    }
+    if (begin != ring_bytes_) {
+      *at = begin;
+      ring_head_ = begin + need;
+      return true;
+    }
+    if (deadline.expired()) return false;
+    std::this_thread::yield();
+  }
+}
+
+bootstrap::IoStatus Staging::receive(int fd, void* dst, std::size_t bytes, const Signal* signal,
+                                     const Deadline& deadline, int* err, std::uint64_t* mark) {
+  char* to = static_cast<char*>(dst);
+  if (direct_) {
+    const bootstrap::IoStatus st = bootstrap::recv_all(fd, to, bytes, deadline, err);
+    if (st != bootstrap::IoStatus::Ok) return st;
+    // After the data, with release order: whoever sees the signal's new value sees the data.
+    if (signal)
+      (void)platform::apply_word_op(signal->word, sizeof(std::uint64_t), signal->op,
+                                    signal->operand, 0, dev::Order::AcqRel);
+    direct_done_ = *mark = ++issued_;
+    return st;
+  }
+  // Chunk by chunk into the ring: the socket fills piece k+1 while the GPU empties piece k. The
+  // signal rides with the last piece (a put of no data: a delivery of the signal alone).
+  std::size_t at = 0;
+  do {
+    const std::size_t n = std::min(chunk_, bytes - at);
+    std::size_t begin = 0;
+    if (n > 0) {
+      if (!reserve(n, deadline, &begin)) return bootstrap::IoStatus::Timeout;
+      const bootstrap::IoStatus st = bootstrap::recv_all(fd, bounce_[0] + begin, n, deadline, err);
+      if (st != bootstrap::IoStatus::Ok) {
+        ring_head_ = begin;  // nothing was queued from this piece
+        return st;
+      }
+    }
+    const bool last = at + n == bytes;
+    platform::Delivery d;
+    d.dst = to + at;
+    d.src = bounce_[0] + begin;
+    d.bytes = n;
+    if (last && signal) {
+      d.word = signal->word;
+      d.op = signal->op;
+      d.operand = signal->operand;
+    }
+    d.done = done_;
+    d.mark = ++issued_;
+    backend_.deliver(d, stream(0));
+    if (n > 0) pieces_.push_back(Piece{begin, begin + round_up(n, kPieceAlign), d.mark});
+    at += n;
+  } while (at < bytes);
+  *mark = issued_;
+  return bootstrap::IoStatus::Ok;
 }
 
 std::uint64_t Staging::word_atomic(void* word, unsigned width, platform::WordOp op,

@@ -1,13 +1,17 @@
 // How a proxy thread moves bytes between a socket and memory of this rank: directly where the
 // thread can address that memory (the host backend's heap and buffers), and otherwise (GPU
-// memory, no GPUDirect) through two page-locked bounce buffers, chunk by chunk, so that the copy
-// of one chunk overlaps the socket transfer of the other. Signals and remote atomics go through
-// Backend::word_atomic, ordered after the data copies. Each proxy thread owns one Staging (it is
-// not thread-safe); the protocol above it is the same on both backends.
+// memory, no GPUDirect) through page-locked bounce buffers. Outbound (the sender thread): two
+// bounce buffers, chunk k+1 copied out of GPU memory while chunk k is on the socket. Inbound (the
+// receiver thread): a ring of bounce space the socket fills and Backend::deliver empties without
+// the thread waiting for it, so the next frame arrives while the GPU takes this one; a delivery's
+// completion mark tells the thread when data and signal are in place. Signals and remote atomics
+// are stream-ordered after the data. Each proxy thread owns one Staging (it is not thread-safe);
+// the protocol above it is the same on both backends.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 
 #include "base/deadline.hpp"
 #include "bootstrap/socket.hpp"
@@ -17,41 +21,77 @@ namespace gnio::proxy {
 
 class Staging {
  public:
+  enum class Direction { Outbound, Inbound };
+  /// The signal a received put carries: `op` (Store or Add) with `operand` on `word`.
+  struct Signal {
+    std::uint64_t* word;
+    platform::WordOp op;
+    std::uint64_t operand;
+  };
+
   /// `direct`: the calling thread addresses every source and target itself (host backend);
-  /// otherwise copies go through two bounce buffers of `chunk` bytes on two streams of
-  /// `backend`, created here.
-  Staging(platform::Backend& backend, bool direct, std::size_t chunk);
+  /// otherwise copies go through bounce buffers (Outbound: two of `chunk` bytes; Inbound: a ring
+  /// of four) on streams of `backend` created here.
+  Staging(platform::Backend& backend, Direction direction, bool direct, std::size_t chunk);
   ~Staging();
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
 
   bool direct() const { return direct_; }
 
+  // ---- Outbound ------------------------------------------------------------------------------
   /// Writes the frame header `head` and then `bytes` read from `src` (memory of this rank) to
   /// `fd`. *err as bootstrap::send_all.
   bootstrap::IoStatus send(int fd, const void* head, std::size_t head_bytes, const void* src,
                            std::size_t bytes, const Deadline& deadline, int* err);
-  /// Reads `bytes` from `fd` into `dst` (memory of this rank); on Ok every byte is in place
-  /// (the copies finished), so a signal applied next is seen after them.
-  bootstrap::IoStatus receive(int fd, void* dst, std::size_t bytes, const Deadline& deadline,
-                              int* err);
+
+  // ---- Inbound -------------------------------------------------------------------------------
+  /// Reads `bytes` from `fd` and queues them for `dst` (memory of this rank), then `signal` (may
+  /// be null), without waiting for either to land: *mark is the delivery's mark, and
+  /// completed() >= *mark once data and signal are in place (data first, so whoever sees the
+  /// signal sees the data). Waits only for bounce space.
+  bootstrap::IoStatus receive(int fd, void* dst, std::size_t bytes, const Signal* signal,
+                              const Deadline& deadline, int* err, std::uint64_t* mark);
+  /// The highest mark whose delivery is complete (every earlier one is too).
+  std::uint64_t completed() const;
+  /// Waits until every delivery queued so far is complete; false on deadline.
+  bool settle(const Deadline& deadline);
   /// Applies `op` to the word at `word` of this rank's memory (atomic with respect to device
-  /// code, with acquire-release order) and returns the old value; waits for it.
+  /// code, with acquire-release order, after every delivery queued before it) and returns the
+  /// old value; waits for it.
   std::uint64_t word_atomic(void* word, unsigned width, platform::WordOp op, std::uint64_t operand,
                             std::uint64_t expected);
 
  private:
+  /// A piece of the inbound ring in use until its delivery's mark completes.
+  struct Piece {
+    std::size_t begin, end;
+    std::uint64_t mark;
+  };
+
   platform::Backend& backend_;
+  Direction direction_;
   bool direct_;
   std::size_t chunk_;
-  char* bounce_[2] = {nullptr, nullptr};  // page-locked
+  char* bounce_[2] = {nullptr, nullptr};  // page-locked; Outbound: one per stream
   CUstream_st* cuda_[2] = {nullptr, nullptr};
   detail::HostStream* host_[2] = {nullptr, nullptr};
-  std::uint64_t* old_ = nullptr;  // host-mapped: where word_atomic's kernel leaves the old value
+  // Inbound: the ring (bounce_[0], ring_bytes_), its pieces in flight, where the next goes.
+  std::size_t ring_bytes_ = 0;
+  std::deque<Piece> pieces_;
+  std::size_t ring_head_ = 0;
+  std::uint64_t issued_ = 0;       // marks handed out
+  std::uint64_t* done_ = nullptr;  // host-mapped: the completed mark (Inbound, staged)
+  std::uint64_t direct_done_ = 0;  // direct: deliveries complete at once
+  std::uint64_t* old_ = nullptr;   // host-mapped: where word_atomic's kernel leaves the old value
 
   /// Waits for and frees what the constructor made (whatever part of it exists).
   void release() noexcept;
   StreamRef stream(int i) const { return host_[i] ? StreamRef(host_[i]) : StreamRef(cuda_[i]); }
+  int streams() const { return direction_ == Direction::Outbound ? 2 : 1; }
+  /// Where `bytes` (at most chunk_) of the inbound ring are free, once pieces whose deliveries
+  /// completed are returned (waiting for them if needed); false on deadline.
+  bool reserve(std::size_t bytes, const Deadline& deadline, std::size_t* at);
 };
 
 }  // namespace gnio::proxy
