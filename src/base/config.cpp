@@ -79,6 +79,10 @@ constexpr ConfigVar kVars[] = {
      "how long (microseconds) a proxy thread keeps polling after its last work before it sleeps: "
      "the latency of the first operation after a pause against a busy CPU core; -1 = 10000 on "
      "GPUs, 0 on the host backend (whose ranks share the CPUs with the proxy)"},
+    {"GNIO_PROXY_STATS", ConfigType::Bool, "0",
+     "print, when a communicator ends, where its proxy's time went: per frame sent (descriptor "
+     "seen to data on the socket), received (header to delivery queued) and delivered (queued to "
+     "data and signal in place on the GPU); counts, means, maxima"},
     {"GNIO_NET_CUT_AFTER", ConfigType::Size, "0",
      "fault injection for tests: the tcp transport cuts its connection to a peer (shutdown) in the "
      "middle of the put data that takes the bytes sent to that peer past this many; 0 = off"},

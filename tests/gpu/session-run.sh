@@ -6,7 +6,8 @@
 #
 #   build      configure (RelWithDebInfo, cuda backend, GPU tests, nvshmem-perf when NVSHMEM is
 #              found) and build everything into ./build-gpu
-#   build-perf the same configuration, building only gnio-run, gnio-perf and gnio-info
+#   build-perf the same configuration, building only gnio-run, gnio-perf and gnio-info (or the
+#              targets in BUILD_TARGETS)
 #   suite      every GPU-labelled test (ctest -L gpu)
 #   examples   ping-pong, ring pipeline, halo exchange, gnio-info --json on 2 ranks
 #   init       communicator creation, gnio vs ncclCommInitRank
@@ -87,7 +88,8 @@ run_step() {
         if [ "$1" = build ]; then
           step build cmake --build "$B" --parallel "$jobs" -- $([ -f "$B/build.ninja" ] && echo -k 0)
         else
-          step build-perf cmake --build "$B" --parallel "$jobs" --target gnio-run gnio-perf gnio-info
+          step build-perf cmake --build "$B" --parallel "$jobs" --target \
+            ${BUILD_TARGETS:-gnio-run gnio-perf gnio-info}
         fi ;;
     suite)
       step suite ctest --test-dir "$B" -L gpu --output-on-failure --no-tests=error \

@@ -3,7 +3,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 
@@ -63,6 +65,7 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
       std::make_unique<Staging>(backend_, Staging::Direction::Inbound, direct, chunk);
   const long long spin_us = config_int("GNIO_PROXY_SPIN_US");
   GNIO_REQUIRE(spin_us >= -1, "GNIO_PROXY_SPIN_US=%lld is not -1 (auto) or a duration", spin_us);
+  stats_ = config_bool("GNIO_PROXY_STATS");
   spin_ = std::chrono::microseconds(spin_us >= 0                                     ? spin_us
                                     : backend_.kind() == platform::BackendKind::Host ? 0
                                                                                      : 10000);
@@ -86,10 +89,28 @@ Proxy::~Proxy() {
   stop_.store(true, std::memory_order_release);
   if (sender_.joinable()) sender_.join();
   if (receiver_.joinable()) receiver_.join();
+  if (stats_)
+    std::fprintf(stderr, "gnio proxy stats, rank %d: %s; %s; %s\n", rank_,
+                 send_time_.describe("send").c_str(), receive_time_.describe("receive").c_str(),
+                 deliver_time_.describe("deliver").c_str());
   send_staging_.reset();
   receive_staging_.reset();
   backend_.free_device(handle_.tail);
   backend_.free_host_mapped(ring_memory_);
+}
+
+void Proxy::StageTime::add(Clock::duration d) {
+  const auto ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+  ++n;
+  total_ns += ns;
+  max_ns = std::max(max_ns, ns);
+}
+
+std::string Proxy::StageTime::describe(const char* name) const {
+  return format("%s %llu x mean %.1f us max %.1f us", name, static_cast<unsigned long long>(n),
+                n ? static_cast<double>(total_ns) / static_cast<double>(n) / 1e3 : 0.0,
+                static_cast<double>(max_ns) / 1e3);
 }
 
 void Proxy::run_guarded(const char* thread, void (Proxy::*loop)()) {
@@ -205,6 +226,7 @@ void Proxy::send_loop() {
     if (!failed()) {
       ProxyDesc* slot = handle_.slots + (next & mask);
       if (dev::atomic_load(&slot->seq, dev::Order::Acquire) == next + 1) {
+        const Clock::time_point seen = stats_ ? Clock::now() : Clock::time_point{};
         const int peer = slot->peer;
         const bool data = slot->op == static_cast<std::uint32_t>(ProxyOp::Put) ||
                           slot->op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
@@ -234,6 +256,7 @@ void Proxy::send_loop() {
             if (!request) in_flight[peer].push_back(next);
             finished.push_back(false);
           }
+          if (stats_) send_time_.add(Clock::now() - seen);
         }
         // Consumed either way: the source was read (or never will be), the slot is free.
         ++next;
@@ -349,6 +372,7 @@ void Proxy::settle_deliveries() {
   bool any = false;
   while (!delivering_.empty() && delivering_.front().mark <= done) {
     applied_[delivering_.front().peer].fetch_add(1, std::memory_order_release);
+    if (stats_) deliver_time_.add(Clock::now() - delivering_.front().queued);
     delivering_.pop_front();
     any = true;
   }
@@ -385,6 +409,7 @@ bool Proxy::receive_frame(int peer) {
     ::shutdown(fd, SHUT_RDWR);
     return false;
   };
+  const Clock::time_point arrived = stats_ ? Clock::now() : Clock::time_point{};
   const FrameVerdict v = check_frame(f, token_, heap_bytes_.load(std::memory_order_acquire));
   switch (v.kind) {
     case FrameKind::Invalid: return reject(v.why);
@@ -471,7 +496,9 @@ bool Proxy::receive_frame(int peer) {
                rank_, peer, err ? std::strerror(err) : "timeout or closed"));
     return false;
   }
-  delivering_.push_back(Delivering{mark, peer});
+  const Clock::time_point queued = stats_ ? Clock::now() : Clock::time_point{};
+  if (stats_) receive_time_.add(queued - arrived);
+  delivering_.push_back(Delivering{mark, peer, queued});
   settle_deliveries();
   return true;
 }

@@ -109,10 +109,19 @@ class Proxy {
     std::uint64_t addr;   ///< get: where the data goes; atomic: nonzero if the old value is wanted
     std::uint64_t bytes;  ///< get: data bytes
   };
-  /// A put from `peer` whose delivery (data, signal) completes at `mark` (Staging::completed()).
+  using Clock = std::chrono::steady_clock;
+  /// A put from `peer` whose delivery (data, signal) completes at `mark` (Staging::completed()),
+  /// queued at `queued` (GNIO_PROXY_STATS).
   struct Delivering {
     std::uint64_t mark;
     int peer;
+    Clock::time_point queued;
+  };
+  /// One stage's durations (GNIO_PROXY_STATS): count, sum, largest.
+  struct StageTime {
+    std::uint64_t n = 0, total_ns = 0, max_ns = 0;
+    void add(Clock::duration d);
+    std::string describe(const char* name) const;
   };
   /// A reply this rank owes a peer: the frame (a GetReply's data is read when it is sent).
   struct Reply {
@@ -146,6 +155,11 @@ class Proxy {
   std::deque<Delivering> delivering_;
   // How long the threads poll after their last work before they sleep (GNIO_PROXY_SPIN_US).
   std::chrono::microseconds spin_{0};
+  // GNIO_PROXY_STATS: where a frame's time goes, printed when the proxy ends. Sender thread:
+  // descriptor seen -> frame (and data) handed to the socket. Receiver thread: header read ->
+  // data read and its delivery queued; delivery queued -> data and signal in place.
+  bool stats_ = false;
+  StageTime send_time_, receive_time_, deliver_time_;
   // Requests by ticket (sender inserts before sending, receiver takes on the reply) and the
   // tickets answered since the sender last looked.
   std::mutex requests_mutex_;
