@@ -15,6 +15,7 @@
 #include "core/comm_impl.hpp"
 #include "gnio/config.hpp"
 #include "gnio/log.hpp"
+#include "transport/proxy/proxy.hpp"
 
 namespace gnio {
 
@@ -254,7 +255,19 @@ CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t 
     return SymPtr<char>{impl.heap_id, 0, off};
   };
   ch.pipe = alloc_raw(slots * pipe_blocks * cfg.depth * geo.pipe_chunk);
-  if (impl.nodes > 1) ch.pipe_out = alloc_raw(slots * pipe_blocks * geo.pipe_chunk);
+  if (impl.proxy) {
+    // Pipes to other nodes: the same layout as `pipe`, in the proxies' host memory (see
+    // CollChannel::land_in); every rank creates its channels in the same order, so the region
+    // ids agree.
+    const std::size_t messages = slots * pipe_blocks * cfg.depth * geo.pipe_chunk;
+    const proxy::Proxy::Landing land = impl.proxy->add_landing(
+        messages + 2 * pipe_blocks * n8, slots * pipe_blocks * geo.pipe_chunk);
+    ch.landing = land.id;
+    ch.land_in = land.inbox;
+    ch.land_out = land.outbox;
+    ch.land_flags = messages;
+    ch.land_count = impl.alloc_internal(2 * pipe_blocks * n8).cast<std::uint64_t>();
+  }
   ch.stage_in = alloc_raw(staging);
   ch.stage_out = alloc_raw(staging);
   // Every rank's words are clear before any peer can write into them.

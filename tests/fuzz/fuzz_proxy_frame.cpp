@@ -49,7 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     token = f.token;
   }
 
-  const FrameVerdict v = check_frame(f, token, heap);
+  // A landing region of the heap's size when the frame names region 1, none otherwise.
+  const std::uint64_t landing = f.region == 1 ? heap : 0;
+  const FrameVerdict v = check_frame(f, token, heap, landing);
   if (v.kind == FrameKind::Invalid) {
     require(v.why != nullptr && v.why[0] != '\0');
     return 0;
@@ -68,10 +70,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case FrameKind::Get:
       require(f.type == static_cast<std::uint32_t>(gnio::ProxyOp::Get));
+      require(f.region == 0);
       require(fits(f.dst_offset, f.bytes, heap));
       break;
     case FrameKind::Atomic:
       require(f.type == static_cast<std::uint32_t>(gnio::ProxyOp::Atomic));
+      require(f.region == 0);
       require((f.bytes == 4 || f.bytes == 8) && f.dst_offset % f.bytes == 0);
       require(fits(f.dst_offset, f.bytes, heap));
       require(f.sig_op < gnio::kAtomicOpCount);
@@ -80,6 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case FrameKind::AtomicReply: require(f.type == kFrameAtomicReply); break;
     default: std::abort();
   }
+  if (v.has_data() || v.has_signal()) require(f.region <= 1);  // region 1 exists, no other
   if (v.has_data()) require(fits(f.dst_offset, f.bytes, heap));
   if (v.has_signal()) {
     require(fits(f.sig_offset, 8, heap) && f.sig_offset % 8 == 0);

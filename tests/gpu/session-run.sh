@@ -22,7 +22,9 @@
 #   net        the proxy over tcp (the 2 GPUs declared as 2 nodes): allreduce vs NCCL over its
 #              socket transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket, CUDA
 #              graphs), put/put_signal latency and bandwidth, the proxy's 8-byte message rate;
-#              NET_MAX caps the sizes (default 256M)
+#              NET_MAX caps the sizes (default 256M; NET_AR_MAX, NET_RMA_MAX each one),
+#              NET_MSGRATE=0 skips the message rate
+#   crash-4x2  the RMA barrier tests on 4 ranks as 2 nodes, with a crashing rank's stack resolved
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
 #   sanitize   compute-sanitizer memcheck on the functional suites
@@ -123,13 +125,23 @@ run_step() {
     net)
       mkdir -p "$r/net"
       step net-allreduce env GNIO_NET=tcp NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket \
-        "$R" -n 2 --nodes 2 --timeout 300 -- "$P" coll --coll allreduce -b 8 -e "${NET_MAX:-256M}" -f 4 \
-        --vs-nccl --json "$r/net/allreduce-tcp.json"
+        "$R" -n 2 --nodes 2 --timeout 300 -- "$P" coll --coll allreduce -b 8 \
+        -e "${NET_AR_MAX:-${NET_MAX:-256M}}" -f 4 --vs-nccl --json "$r/net/allreduce-tcp.json"
       step net-rma env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout 300 -- "$P" rma \
-        --op put,put_signal --scope block --mode lat,bw -b 8 -e "${NET_MAX:-256M}" -f 8 --reps 3 \
-        --json "$r/net/rma-tcp.json"
-      step net-msgrate env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout 120 -- "$P" msgrate \
-        --op put_signal --json "$r/net/msgrate-tcp.json" ;;
+        --op put,put_signal --scope block --mode lat,bw -b 8 -e "${NET_RMA_MAX:-${NET_MAX:-256M}}" \
+        -f 8 --reps 3 --json "$r/net/rma-tcp.json"
+      [ "${NET_MSGRATE:-1}" = 1 ] &&
+        step net-msgrate env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout 120 -- "$P" msgrate \
+          --op put_signal --json "$r/net/msgrate-tcp.json" ;;
+    crash-4x2)
+      # The RMA barrier tests on 4 ranks as 2 nodes (2 per GPU); a crashing rank prints its stack
+      # (tests/common/crash_trace.cpp), resolved here into functions and lines.
+      step crash-4x2 timeout 150 "$R" -n 4 --nodes 2 --timeout 120 -- "$B/tests/rma/rma_test_2_gpu" \
+        --gtest_filter='Rma.Barrier*'
+      for bin in "$B/tests/rma/rma_test_2_gpu" "$B/src/libgnio.so"; do
+        grep -o "$(basename "$bin")[.0-9]*(+0x[0-9a-f]*)" "$r/crash-4x2.log" |
+          sed 's/.*(+\(0x[0-9a-f]*\))/\1/' | head -40 | xargs -r addr2line -f -C -i -e "$bin"
+      done >"$r/crash-4x2-trace.txt" 2>&1 ;;
     soak-long)
       for n in ${SOAK_RANKS:-2 4}; do
         step "soak-long-$n" env GNIO_SOAK_RMA_OPS=100000 GNIO_SOAK_COLLS=10000 GNIO_HEAP_SIZE=64M \

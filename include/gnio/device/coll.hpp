@@ -86,9 +86,20 @@ struct CollChannel {
   SymPtr<std::uint64_t> addr;    ///< [max_blocks][slots][2] offsets published by peers
   SymPtr<char> ll;               ///< [2][slots][ll_slot_bytes] LL packet slots
   SymPtr<char> pipe;             ///< [slots][pipe_blocks][pipe_depth][pipe_chunk] pipe slots
-  /// [slots][pipe_blocks][pipe_chunk] the message a worker is sending to a peer on another node
-  /// (the proxy reads it from here); only when the communicator spans nodes.
-  SymPtr<char> pipe_out;
+  /// Pipes to and from members on other nodes live in host memory of the proxies: landing region
+  /// `landing` (0: the communicator spans one node), the same layout on every rank. `land_in`
+  /// (this rank's inbox, which the peers' proxies write and device code here reads over the bus):
+  /// [slots][pipe_blocks][pipe_depth][pipe_chunk] messages, then at `land_flags`
+  /// [2][pipe_blocks][slots] head (messages posted) and tail (messages consumed) words.
+  /// `land_out` (the outbox): [slots][pipe_blocks][pipe_chunk], the message a worker is sending
+  /// to a peer, which this rank's proxy sends from there.
+  char* land_in = nullptr;
+  char* land_out = nullptr;
+  /// [2][pipe_blocks][slots] messages each worker sent to (received from) each member over a
+  /// landing pipe in all calls so far (local use; these pipes run on from call to call).
+  SymPtr<std::uint64_t> land_count;
+  std::uint64_t land_flags = 0;
+  std::uint32_t landing = 0;
   SymPtr<char> stage_in;   ///< [stage_bytes] host API staging of inputs
   SymPtr<char> stage_out;  ///< [stage_bytes] staging of outputs / in-place temporaries
   std::uint64_t ll_slot_bytes = 0;

@@ -44,6 +44,14 @@ inline constexpr std::uint32_t kProxyFetch = 1;
 inline constexpr std::uint32_t kProxyInline = 2;
 /// Puts of at most this many bytes travel inline.
 inline constexpr std::uint64_t kProxyInlineBytes = 256;
+/// ProxyDesc::flags: a Put/PutSignal whose source is host memory of this rank's proxy (the outbox
+/// of one of its landing regions), which the proxy sends from directly.
+inline constexpr std::uint32_t kProxyHostSource = 4;
+/// ProxyDesc::flags >> kProxyRegionShift: the target's region that dst_offset and sig_offset
+/// name: 0 = its symmetric heap; k >= 1 = its proxy's landing region k, host memory the target's
+/// proxy writes without any GPU work and device code there reads over the bus (how collectives
+/// reach other nodes). Regions are registered collectively, so ids and layouts agree.
+inline constexpr std::uint32_t kProxyRegionShift = 16;
 
 /// One ring slot: exactly 64 bytes, `seq` written last (release) so a reader that sees
 /// seq == ticket + 1 sees every other field.
@@ -59,7 +67,7 @@ struct alignas(64) ProxyDesc {
   std::uint64_t sig_offset;  ///< symmetric-heap offset of the signal word (PutSignal, Signal)
   std::uint64_t value;       ///< signal operand
   std::uint32_t sig_op;      ///< SignalOp (Atomic: AtomicOp)
-  std::uint32_t flags;       ///< kProxyFetch, kProxyInline
+  std::uint32_t flags;       ///< kProxyFetch, kProxyInline, kProxyHostSource; region << 16
 };
 static_assert(sizeof(ProxyDesc) == 64, "a proxy descriptor is one 64-byte write");
 

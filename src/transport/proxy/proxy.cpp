@@ -15,6 +15,7 @@
 #include "gnio/device/atomic.hpp"
 #include "gnio/device/device_comm.hpp"
 #include "gnio/log.hpp"
+#include "platform/word_op.hpp"
 #include "transport/proxy/proxy_frame.hpp"
 
 namespace gnio::proxy {
@@ -95,13 +96,48 @@ Proxy::~Proxy() {
                  deliver_time_.describe("deliver").c_str());
   send_staging_.reset();
   receive_staging_.reset();
+  for (void* m : landing_memory_) backend_.free_host_mapped(m);
   backend_.free_device(handle_.tail);
   backend_.free_host_mapped(ring_memory_);
 }
 
+Proxy::Landing Proxy::add_landing(std::uint64_t inbox_bytes, std::uint64_t outbox_bytes) {
+  std::lock_guard<std::mutex> lock(landing_mutex_);
+  const std::uint32_t n = landing_count_.load(std::memory_order_relaxed);
+  if (n == kMaxLandings)
+    fail(ErrorClass::Unsupported,
+         "rank %d: proxy: more than %u landing regions (each collective channel of a "
+         "communicator that spans nodes takes one); use fewer streams for collectives",
+         rank_, kMaxLandings);
+  // Inbox then outbox, each 64-byte aligned (flags on their own lines, 16-byte device copies).
+  const std::uint64_t in = (inbox_bytes + 63) & ~std::uint64_t{63};
+  const std::uint64_t out = (outbox_bytes + 63) & ~std::uint64_t{63};
+  char* memory = static_cast<char*>(backend_.alloc_host_mapped(in + out + 64));
+  landing_memory_[n] = memory;
+  char* base = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(memory) + 63) &
+                                       ~std::uintptr_t{63});
+  landings_[n] = Landing{n + 1, base, inbox_bytes, base + in, outbox_bytes};
+  landing_count_.store(n + 1, std::memory_order_release);
+  return landings_[n];
+}
+
+const Proxy::Landing* Proxy::landing(std::uint32_t id) const {
+  return id >= 1 && id <= landing_count_.load(std::memory_order_acquire) ? &landings_[id - 1]
+                                                                         : nullptr;
+}
+
+bool Proxy::in_outbox(std::uint64_t src, std::uint64_t bytes) const {
+  const std::uint32_t n = landing_count_.load(std::memory_order_acquire);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto base = reinterpret_cast<std::uint64_t>(landings_[i].outbox);
+    if (src >= base && inside_heap(src - base, bytes, landings_[i].outbox_bytes)) return true;
+  }
+  return false;
+}
+
 void Proxy::StageTime::add(Clock::duration d) {
-  const auto ns = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+  const auto ns =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
   ++n;
   total_ns += ns;
   max_ns = std::max(max_ns, ns);
@@ -233,9 +269,21 @@ void Proxy::send_loop() {
         // Gets and atomics are done by their reply (which carries the ticket), not by acks.
         const bool get = slot->op == static_cast<std::uint32_t>(ProxyOp::Get);
         const bool request = get || slot->op == static_cast<std::uint32_t>(ProxyOp::Atomic);
-        Frame f{kFrameMagic, slot->op,     token_, slot->dst_offset,  slot->bytes, slot->sig_offset,
-                slot->value, slot->sig_op, 0,      request ? next : 0};
-        if (peer < 0 || peer >= size || mesh_.fd(peer) < 0) {
+        Frame f{kFrameMagic,       slot->op,     token_,
+                slot->dst_offset,  slot->bytes,  slot->sig_offset,
+                slot->value,       slot->sig_op, slot->flags >> kProxyRegionShift,
+                request ? next : 0};
+        // Data device code left in an outbox (host memory) is sent from there, once it is known
+        // to lie inside one: the address comes from device code.
+        const bool host_source = data && (slot->flags & kProxyHostSource) != 0;
+        if (host_source && !in_outbox(slot->src, slot->bytes)) {
+          fail_transport(
+              format("rank %d: proxy descriptor %llu sends %llu bytes from 0x%llx, "
+                     "which is not inside a landing outbox (internal error)",
+                     rank_, static_cast<unsigned long long>(next),
+                     static_cast<unsigned long long>(slot->bytes),
+                     static_cast<unsigned long long>(slot->src)));
+        } else if (peer < 0 || peer >= size || mesh_.fd(peer) < 0) {
           fail_transport(
               format("rank %d: proxy descriptor %llu names rank %d, which is not a "
                      "remote peer (internal error)",
@@ -252,7 +300,7 @@ void Proxy::send_loop() {
           const void* from = !data         ? nullptr
                              : inline_data ? handle_.inline_data + (next & mask) * kProxyInlineBytes
                                            : reinterpret_cast<const void*>(slot->src);
-          if (send_frame(peer, f, from, data ? slot->bytes : 0, inline_data)) {
+          if (send_frame(peer, f, from, data ? slot->bytes : 0, inline_data || host_source)) {
             if (!request) in_flight[peer].push_back(next);
             finished.push_back(false);
           }
@@ -410,7 +458,9 @@ bool Proxy::receive_frame(int peer) {
     return false;
   };
   const Clock::time_point arrived = stats_ ? Clock::now() : Clock::time_point{};
-  const FrameVerdict v = check_frame(f, token_, heap_bytes_.load(std::memory_order_acquire));
+  const Landing* land = f.region ? landing(f.region) : nullptr;
+  const FrameVerdict v = check_frame(f, token_, heap_bytes_.load(std::memory_order_acquire),
+                                     land ? land->inbox_bytes : 0);
   switch (v.kind) {
     case FrameKind::Invalid: return reject(v.why);
     case FrameKind::Bye: said_bye_[peer].store(true); return false;
@@ -477,6 +527,31 @@ bool Proxy::receive_frame(int peer) {
       answered_.push_back(f.count);
     }
     nudge_sender();
+    return true;
+  }
+  if (land) {
+    // A landing inbox is host memory: the data straight from the socket, then the signal with
+    // release order, no GPU work. Acked in order with this peer's earlier frames: once the
+    // deliveries queued before it landed too.
+    if (v.has_data() && f.bytes > 0 &&
+        bootstrap::recv_all(fd, land->inbox + f.dst_offset, f.bytes, deadline, &err) !=
+            bootstrap::IoStatus::Ok) {
+      fail_transport(
+          format("rank %d: tcp transport: the data of a put from rank %d did not "
+                 "arrive (%s)",
+                 rank_, peer, err ? std::strerror(err) : "timeout or closed"));
+      return false;
+    }
+    if (v.has_signal())
+      (void)platform::apply_word_op(land->inbox + f.sig_offset, sizeof(std::uint64_t),
+                                    f.sig_op == static_cast<std::uint32_t>(SignalOp::Set)
+                                        ? platform::WordOp::Store
+                                        : platform::WordOp::Add,
+                                    f.value, 0, dev::Order::AcqRel);
+    const Clock::time_point now = stats_ ? Clock::now() : Clock::time_point{};
+    if (stats_) receive_time_.add(now - arrived);
+    delivering_.push_back(Delivering{receive_staging_->issued(), peer, now});
+    settle_deliveries();
     return true;
   }
   // Data, then the signal after it with release order (a rank that sees the new signal value also

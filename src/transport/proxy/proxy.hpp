@@ -61,6 +61,21 @@ class Proxy {
 
   /// What device code posts through (DeviceComm::proxy_).
   ProxyHandle handle() const { return handle_; }
+  /// A landing region (see kProxyRegionShift): `inbox` is written by peers' frames that name
+  /// region `id` and read by device code here; `outbox` is where device code here writes
+  /// messages this proxy sends from directly (kProxyHostSource). Host-mapped, zero-filled.
+  struct Landing {
+    std::uint32_t id = 0;
+    char* inbox = nullptr;
+    std::uint64_t inbox_bytes = 0;
+    char* outbox = nullptr;
+    std::uint64_t outbox_bytes = 0;
+  };
+  /// Adds landing region number (regions so far + 1). Every rank must add the same regions in the
+  /// same order (their ids name them on the wire): call it from collective setup code. Throws
+  /// Error(Unsupported) past kMaxLandings regions.
+  Landing add_landing(std::uint64_t inbox_bytes, std::uint64_t outbox_bytes);
+
   /// Tells the receiver how many heap bytes are mapped now (after the heap grew).
   void set_heap_bytes(std::uint64_t bytes) { heap_bytes_.store(bytes, std::memory_order_release); }
   /// Waits (up to the timeout) until every posted operation was applied at its target. False
@@ -129,6 +144,13 @@ class Proxy {
     Frame frame;
   };
 
+  /// Landing region `id`, or null when there is none such (yet).
+  const Landing* landing(std::uint32_t id) const;
+  /// True when [src, src + bytes) lies inside one landing region's outbox.
+  bool in_outbox(std::uint64_t src, std::uint64_t bytes) const;
+
+  static constexpr std::uint32_t kMaxLandings = 64;
+
   platform::Backend& backend_;
   net::TcpMesh mesh_;
   int rank_;
@@ -151,6 +173,12 @@ class Proxy {
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> peer_acked_;
   std::unique_ptr<std::atomic<bool>[]> said_bye_;
+  // Landing regions: entries [0, landing_count_) are complete (written before the count is
+  // released; only add_landing writes, under landing_mutex_).
+  std::mutex landing_mutex_;
+  Landing landings_[kMaxLandings];
+  void* landing_memory_[kMaxLandings] = {};
+  std::atomic<std::uint32_t> landing_count_{0};
   // Receiver thread only: puts received and queued, not yet in place, in mark order.
   std::deque<Delivering> delivering_;
   // How long the threads poll after their last work before they sleep (GNIO_PROXY_SPIN_US).

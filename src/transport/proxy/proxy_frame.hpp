@@ -29,7 +29,7 @@ struct Frame {
   std::uint64_t sig_offset;
   std::uint64_t value;
   std::uint32_t sig_op;
-  std::uint32_t pad;
+  std::uint32_t region;  ///< Put/PutSignal/Signal: the target region (0 = heap; kProxyRegionShift)
   std::uint64_t count;
 };
 static_assert(sizeof(Frame) == kFrameBytes);
@@ -60,12 +60,15 @@ struct FrameVerdict {
   bool has_signal() const { return kind == FrameKind::PutSignal || kind == FrameKind::Signal; }
 };
 
-/// Checks a frame received from a peer of job `token` against this rank's heap of `heap_bytes`:
-/// magic and token, a known type, data and signal ranges inside the heap (no overflow), the
-/// signal word 8-byte aligned, a known signal op; a Get's range inside the heap; an Atomic's word
-/// 4 or 8 bytes wide, aligned, inside the heap, with a known AtomicOp. Replies are checked by the
-/// receiver against its open requests. Anything else is Invalid with the reason.
-FrameVerdict check_frame(const Frame& f, std::uint64_t token, std::uint64_t heap_bytes);
+/// Checks a frame received from a peer of job `token` against this rank's heap of `heap_bytes`
+/// and, for frames that name a landing region, that region's `landing_bytes` (0: no such
+/// region): magic and token, a known type, data and signal ranges inside the region they name
+/// (no overflow), the signal word 8-byte aligned, a known signal op; a Get's range inside the
+/// heap; an Atomic's word 4 or 8 bytes wide, aligned, inside the heap, with a known AtomicOp
+/// (gets and atomics reach the heap only). Replies are checked by the receiver against its open
+/// requests. Anything else is Invalid with the reason.
+FrameVerdict check_frame(const Frame& f, std::uint64_t token, std::uint64_t heap_bytes,
+                         std::uint64_t landing_bytes);
 
 /// True when [offset, offset + bytes) lies inside a heap of `heap` bytes (no overflow).
 bool inside_heap(std::uint64_t offset, std::uint64_t bytes, std::uint64_t heap);

@@ -54,6 +54,8 @@ class Staging {
                               const Deadline& deadline, int* err, std::uint64_t* mark);
   /// The highest mark whose delivery is complete (every earlier one is too).
   std::uint64_t completed() const;
+  /// The last mark handed out (completed() reaches it once every queued delivery landed).
+  std::uint64_t issued() const { return issued_; }
   /// Waits until every delivery queued so far is complete; false on deadline.
   bool settle(const Deadline& deadline);
   /// Applies `op` to the word at `word` of this rank's memory (atomic with respect to device

@@ -14,8 +14,11 @@
 //    (step 1) and "done" (step 2); Ring pipes use head for messages posted and tail for messages
 //    consumed, and a sender drains its pipes (all consumed) before the call ends, so every call
 //    starts with empty pipes. A pipe to a peer on another node is the same protocol carried by
-//    the proxy: a message is written into this rank's pipe_out and sent with put_signal (data,
-//    then the head flag), its consumption comes back as a signal on the tail flag.
+//    the proxies through their landing regions (host memory, CollChannel::land_in/land_out): a
+//    message is written into this rank's outbox and sent with put_signal (data, then the head
+//    word in the receiver's inbox), its consumption comes back as a signal on the tail word in
+//    the sender's inbox; its message numbers run on from call to call (land_count), so it is not
+//    drained at the end of a call.
 #pragma once
 
 #include "gnio/device/coll.hpp"
@@ -94,14 +97,40 @@ struct CollCall {
 
   /// Waits until this rank's `word` >= value (acquire); skipped after a failure.
   GNIO_HD_INLINE void wait_ge(SymPtr<std::uint64_t> word, std::uint64_t value, int peer_member) {
+    wait_ge_at(cc.dc.local(word), word.offset, value, peer_member);
+  }
+  /// wait_ge on a word anywhere this rank reaches (a landing inbox's flags); `offset` names it in
+  /// a timeout's report.
+  GNIO_HD_INLINE void wait_ge_at(const std::uint64_t* p, std::uint64_t offset, std::uint64_t value,
+                                 int peer_member) {
     if (st != Status::Ok) return;
-    std::uint64_t* p = cc.dc.local(word);
     st = cc.dc.wait_until(
         [&](std::uint64_t& seen) {
           seen = dev::atomic_load(p, dev::Order::Acquire);
           return seen >= value;
         },
-        name, peer_member >= 0 ? world(peer_member) : -1, word.offset, Cmp::Ge, value, site);
+        name, peer_member >= 0 ? world(peer_member) : -1, offset, Cmp::Ge, value, site);
+  }
+  /// Offset in the landing inbox of the head (tail) word of this worker's pipe from member m.
+  GNIO_HD_INLINE std::uint64_t land_flag(bool tail, int m) const {
+    const CollChannel& ch = cc.ch;
+    return ch.land_flags + ((std::uint64_t{tail} * ch.pipe_blocks + w) * ch.slots + slot(m)) *
+                               sizeof(std::uint64_t);
+  }
+  /// This rank's landing word at inbox offset `offset`.
+  GNIO_HD_INLINE std::uint64_t* land_word(std::uint64_t offset) const {
+    return reinterpret_cast<std::uint64_t*>(cc.ch.land_in + offset);
+  }
+  /// This worker's count of messages sent to (`in`: received from) member m over a proxied pipe
+  /// in the calls so far (CollChannel::land_count).
+  GNIO_HD_INLINE std::uint64_t* land_count(bool in, int m) const {
+    const CollChannel& ch = cc.ch;
+    return cc.dc.local(ch.land_count) + (std::uint64_t{in} * ch.pipe_blocks + w) * ch.slots +
+           slot(m);
+  }
+  /// Descriptor flags of a put into the peers' landing inboxes of this channel.
+  GNIO_HD_INLINE std::uint32_t land_desc_flags(bool host_source) const {
+    return (cc.ch.landing << kProxyRegionShift) | (host_source ? kProxyHostSource : 0u);
   }
   /// Stores `value` into member m's `word` with release (its earlier stores are visible first).
   GNIO_HD_INLINE void signal(SymPtr<std::uint64_t> word, std::uint64_t value, int m) const {
@@ -463,16 +492,23 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
 
 /// The sending end of this worker's pipe to member d: message i goes into sub-slot i % depth of
 /// this rank's area in d's scratch once d consumed message i - depth. To a peer on another node
-/// the group writes the message into this worker's slot of pipe_out and the proxy puts it into
-/// the sub-slot.
+/// the pipe runs through the proxies' landing regions instead, with no GPU work on the way: the
+/// group writes the message into this worker's outbox slot (host memory), this rank's proxy sends
+/// it from there into the sub-slot of d's inbox and sets the head word there; d's consumption
+/// comes back as the tail word in this rank's inbox. Such a pipe also runs on from call to call
+/// (message numbers count every call's messages, kept in CollChannel::land_count), so a call ends
+/// without waiting for the network round trip of its last message's consumption: the next call
+/// waits for it only when it needs that sub-slot.
 template <class Coop>
 struct PipeOut {
   CollCall<Coop>* c = nullptr;
   int d = 0;
   std::uint64_t e = 0, sent = 0;
-  char* base = nullptr;      ///< d's sub-slots (p2p) or this worker's pipe_out slot (proxied)
-  std::uint64_t remote = 0;  ///< heap offset of this rank's sub-slots in d's scratch
+  char* base = nullptr;      ///< d's sub-slots (p2p) or this worker's outbox slot (proxied)
+  std::uint64_t remote = 0;  ///< offset of this rank's sub-slots in d's scratch (proxied: inbox)
   bool proxied = false;
+  std::uint64_t* count = nullptr;  ///< proxied: messages to d in earlier calls (this worker)
+  std::uint64_t before = 0;        ///< *count when this call began (p2p: 0)
   GNIO_HD PipeOut(CollCall<Coop>& call, int dst)
       : c(&call), d(dst), e(call.epoch(dst)), proxied(call.proxied(dst)) {
     const CollChannel& ch = call.cc.ch;
@@ -480,28 +516,41 @@ struct PipeOut {
         ((static_cast<std::uint64_t>(call.slot(call.me)) * ch.pipe_blocks + call.w) *
          ch.pipe_depth) *
         ch.pipe_chunk;
-    remote = ch.pipe.offset + mine;
-    base = proxied ? call.cc.dc.local(ch.pipe_out) +
+    remote = proxied ? mine : ch.pipe.offset + mine;
+    base = proxied ? ch.land_out +
                          (static_cast<std::uint64_t>(call.slot(dst)) * ch.pipe_blocks + call.w) *
                              ch.pipe_chunk
                    : call.cc.dc.peer_ptr(ch.pipe, call.world(dst)) + mine;
+    if (proxied) {
+      count = call.land_count(false, dst);
+      before = *count;
+    }
+  }
+  /// Waits until d consumed message `i` - 1 (and every earlier one); `i` counts this call's
+  /// messages (proxied: every call's).
+  GNIO_HD void wait_consumed(std::uint64_t i) {
+    if (proxied) {
+      const std::uint64_t t = c->land_flag(true, d);
+      c->wait_ge_at(c->land_word(t), t, i, d);
+    } else {
+      c->wait_ge(c->flag(c->cc.ch.tail, d), progress(e, i), d);
+    }
   }
   /// Waits for room; where to write the next message.
   GNIO_HD char* acquire() {
     const CollChannel& ch = c->cc.ch;
-    if (sent >= ch.pipe_depth)
-      c->wait_ge(c->flag(ch.tail, d), progress(e, sent - ch.pipe_depth + 1), d);
-    return proxied ? base : base + (sent % ch.pipe_depth) * ch.pipe_chunk;
+    const std::uint64_t i = before + sent;
+    if (i >= ch.pipe_depth) wait_consumed(i - ch.pipe_depth + 1);
+    return proxied ? base : base + (i % ch.pipe_depth) * ch.pipe_chunk;
   }
   /// After the group barrier that follows the writes: publishes the message (`bytes` of it).
   /// Called by every member of the group.
   GNIO_HD void post(std::size_t bytes) {
     const CollChannel& ch = c->cc.ch;
-    const std::uint64_t at = (sent % ch.pipe_depth) * ch.pipe_chunk;
+    const std::uint64_t at = ((before + sent) % ch.pipe_depth) * ch.pipe_chunk;
     ++sent;
-    const SymPtr<std::uint64_t> head = c->flag(ch.head, c->me);
     if (!proxied) {
-      if (c->g.leader()) c->signal(head, progress(e, sent), d);
+      if (c->g.leader()) c->signal(c->flag(ch.head, c->me), progress(e, sent), d);
       return;
     }
     // Only a leader whose waits succeeded posts: after a failure the waits return at once, and
@@ -511,45 +560,80 @@ struct PipeOut {
     // travels back through another thread and the network, which order nothing for this rank's
     // memory model (ThreadSanitizer saw the refill race the proxy's read); the ring's consumed
     // counter does.
-    c->cc.dc.template proxy_put<Coop>(
-        proxy_desc(ProxyOp::PutSignal, c->world(d), base, remote + at, bytes, head.offset,
-                   progress(e, sent), SignalOp::Set),
-        true, c->name, c->site, c->st == Status::Ok);
+    ProxyDesc desc = proxy_desc(ProxyOp::PutSignal, c->world(d), base, remote + at, bytes,
+                                c->land_flag(false, c->me), before + sent, SignalOp::Set);
+    desc.flags = c->land_desc_flags(true);
+    c->cc.dc.template proxy_put<Coop>(desc, true, c->name, c->site, c->st == Status::Ok);
   }
-  /// Waits until d consumed every message (so the next call starts with an empty pipe).
+  /// Ends the call's use of the pipe. p2p: waits until d consumed every message (so the next call
+  /// starts with an empty pipe); proxied: records how many messages went (the next call goes on
+  /// from there). Called by every member of the group.
   GNIO_HD void drain() {
-    if (sent) c->wait_ge(c->flag(c->cc.ch.tail, d), progress(e, sent), d);
+    if (!proxied) {
+      if (sent) wait_consumed(sent);
+      return;
+    }
+    c->g.sync();  // every member has read `before`
+    if (c->g.leader()) *count = before + sent;
+    c->g.sync();
   }
 };
 
-/// The receiving end of this worker's pipe from member s.
+/// The receiving end of this worker's pipe from member s (proxied: in this rank's inbox, with
+/// message numbers running on from call to call as PipeOut's).
 template <class Coop>
 struct PipeIn {
   CollCall<Coop>* c = nullptr;
   int s = 0;
   std::uint64_t e = 0, got = 0;
   const char* base = nullptr;
-  GNIO_HD PipeIn(CollCall<Coop>& call, int src) : c(&call), s(src), e(call.epoch(src)) {
+  bool proxied = false;
+  std::uint64_t* count = nullptr;  ///< proxied: messages from s in earlier calls (this worker)
+  std::uint64_t before = 0;        ///< *count when this call began (p2p: 0)
+  GNIO_HD PipeIn(CollCall<Coop>& call, int src)
+      : c(&call), s(src), e(call.epoch(src)), proxied(call.proxied(src)) {
     const CollChannel& ch = call.cc.ch;
-    base =
-        call.cc.dc.local(ch.pipe) +
+    const std::uint64_t theirs =
         ((static_cast<std::uint64_t>(call.slot(src)) * ch.pipe_blocks + call.w) * ch.pipe_depth) *
-            ch.pipe_chunk;
+        ch.pipe_chunk;
+    base = (proxied ? ch.land_in : call.cc.dc.local(ch.pipe)) + theirs;
+    if (proxied) {
+      count = call.land_count(true, src);
+      before = *count;
+    }
   }
   /// Waits for the next message; its slot.
   GNIO_HD const char* wait() {
-    c->wait_ge(c->flag(c->cc.ch.head, s), progress(e, got + 1), s);
-    return base + (got % c->cc.ch.pipe_depth) * c->cc.ch.pipe_chunk;
+    const std::uint64_t i = before + got;
+    if (proxied) {
+      const std::uint64_t h = c->land_flag(false, s);
+      c->wait_ge_at(c->land_word(h), h, i + 1, s);
+    } else {
+      c->wait_ge(c->flag(c->cc.ch.head, s), progress(e, got + 1), s);
+    }
+    return base + (i % c->cc.ch.pipe_depth) * c->cc.ch.pipe_chunk;
   }
   /// After the group barrier that follows the reads: frees the slot.
   GNIO_HD void release() {
     ++got;
     if (!c->g.leader()) return;
-    const SymPtr<std::uint64_t> tail = c->flag(c->cc.ch.tail, c->me);
-    if (c->proxied(s))
-      c->cc.dc.signal(tail, progress(e, got), SignalOp::Set, c->world(s), c->site);
-    else
-      c->signal(tail, progress(e, got), s);
+    if (!proxied) {
+      c->signal(c->flag(c->cc.ch.tail, c->me), progress(e, got), s);
+      return;
+    }
+    // Into s's inbox, where its PipeOut waits for it.
+    ProxyDesc desc = proxy_desc(ProxyOp::Signal, c->world(s), nullptr, 0, 0,
+                                c->land_flag(true, c->me), before + got, SignalOp::Set);
+    desc.flags = c->land_desc_flags(false);
+    (void)c->cc.dc.proxy_post(desc, false, c->name, c->site);
+  }
+  /// Ends the call's use of the pipe: proxied, records how many messages came (the next call goes
+  /// on from there). Called by every member of the group.
+  GNIO_HD void commit() {
+    if (!proxied) return;
+    c->g.sync();  // every member has read `before`
+    if (c->g.leader()) *count = before + got;
+    c->g.sync();
   }
 };
 
@@ -652,10 +736,13 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
       }
     }
     for (int k = 1; k < n; ++k) {
-      const int d = (me + k) % n;
+      const int d = (me + k) % n, s = mod(me - k, n);
       PipeOut<Coop> po(c, d);
       po.sent = slices(send_bytes(d));
       po.drain();
+      PipeIn<Coop> pi(c, s);
+      pi.got = slices(recv_bytes(s));
+      pi.commit();
     }
     return;
   }
@@ -778,6 +865,7 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
     }
   }
   po.drain();
+  pi.commit();
 }
 
 /// n == 1: the result is the input.

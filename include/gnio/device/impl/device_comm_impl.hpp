@@ -142,7 +142,7 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
   std::uint32_t flags = desc.flags;
   if ((desc.op == static_cast<std::uint32_t>(ProxyOp::Put) ||
        desc.op == static_cast<std::uint32_t>(ProxyOp::PutSignal)) &&
-      desc.bytes <= kProxyInlineBytes) {
+      desc.bytes <= kProxyInlineBytes && (flags & kProxyHostSource) == 0) {
     // Small data rides in the slot's inline buffer (ordered by the release store of seq below).
     char* to = proxy_.inline_data + (ticket & (capacity - 1)) * kProxyInlineBytes;
     const char* from = reinterpret_cast<const char*>(desc.src);
@@ -176,10 +176,13 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_put(const ProxyDesc& desc, b
   const Coop g{};
   // Every member's part of the source is written before the leader hands it to the proxy.
   g.sync();
+  // A landing region's offsets come from gnio's own collectives (the target's proxy checks them
+  // against the region); heap offsets are the caller's and are checked here.
+  const bool heap = (desc.flags >> kProxyRegionShift) == 0;
   if (g.leader() && post &&
       proxy_reaches(desc.peer, reinterpret_cast<const void*>(desc.src), desc.bytes, true, site) &&
-      proxy_target(op, desc.peer, desc.dst_offset, desc.bytes, site) &&
-      (desc.op != static_cast<std::uint32_t>(ProxyOp::PutSignal) ||
+      (!heap || proxy_target(op, desc.peer, desc.dst_offset, desc.bytes, site)) &&
+      (!heap || desc.op != static_cast<std::uint32_t>(ProxyOp::PutSignal) ||
        proxy_target(op, desc.peer, desc.sig_offset, sizeof(std::uint64_t), site)))
     (void)proxy_post(desc, wait_consumed, op, site);
   // A blocking put returns to every member only once the source may be reused.
