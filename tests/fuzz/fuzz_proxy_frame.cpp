@@ -1,11 +1,12 @@
 // libFuzzer target for the proxy transport's frame check (built with -DGNIO_FUZZ=ON and clang).
 //
 // The input is a frame as it would arrive from a peer (the first 64 bytes), then the receiver's
-// heap size and the job token (8 bytes each, when present). Whatever the check accepts must be
-// safe to apply: the data range, the signal word, a get's range and an atomic's word inside the
-// heap without overflow, words aligned, the type, signal op and atomic op known (replies are
-// matched against open requests by the receiver, not here); and the check must refuse with a
-// reason otherwise.
+// heap size and the job token (8 bytes each, when present); a frame naming landing region 1 finds
+// a region of the heap's size, any other region none. Whatever the check accepts must be safe to
+// apply: the data range and the signal word inside the region the frame names, a get's range and
+// an atomic's word inside the heap (never a landing region), without overflow, words aligned, the
+// type, signal op and atomic op known (replies are matched against open requests by the receiver,
+// not here); and the check must refuse with a reason otherwise.
 // Half of the runs take the magic and token from the input as they are, the other half force them
 // right so the fuzzer spends its time on the range checks.
 #include <cstddef>
