@@ -23,7 +23,7 @@
 #              socket transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket, CUDA
 #              graphs), put/put_signal latency and bandwidth, the proxy's 8-byte message rate;
 #              NET_MAX caps the sizes (default 256M; NET_AR_MAX, NET_RMA_MAX each one),
-#              NET_MSGRATE=0 skips the message rate
+#              NET_MSGRATE=0 skips the message rate, NET_TIMEOUT bounds each run (300 s)
 #   crash-4x2  the RMA barrier tests on 4 ranks as 2 nodes, with a crashing rank's stack resolved
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
@@ -125,9 +125,9 @@ run_step() {
     net)
       mkdir -p "$r/net"
       step net-allreduce env GNIO_NET=tcp NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket \
-        "$R" -n 2 --nodes 2 --timeout 300 -- "$P" coll --coll allreduce -b 8 \
+        "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- "$P" coll --coll allreduce -b 8 \
         -e "${NET_AR_MAX:-${NET_MAX:-256M}}" -f 4 --vs-nccl --json "$r/net/allreduce-tcp.json"
-      step net-rma env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout 300 -- "$P" rma \
+      step net-rma env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- "$P" rma \
         --op put,put_signal --scope block --mode lat,bw -b 8 -e "${NET_RMA_MAX:-${NET_MAX:-256M}}" \
         -f 8 --reps 3 --json "$r/net/rma-tcp.json"
       [ "${NET_MSGRATE:-1}" = 1 ] &&
