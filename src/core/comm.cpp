@@ -278,6 +278,7 @@ Team CommImpl::make_team(const std::vector<int>& members) {
     backend->stream_synchronize(internal_stream());
     t.stride = 0;
     t.members_table = local_table;
+    t.host_members_table = team_tables.emplace_back(members).data();
   }
   // Flags must be clear everywhere before any member can write into a peer's copy.
   bootstrap->barrier();

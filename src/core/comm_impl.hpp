@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -76,6 +77,9 @@ class CommImpl {
   Team world{};
   Team node_team{};
   std::uint32_t next_team_id = 0;
+  /// Host copies of non-strided teams' member tables (Team::host_members_table); a deque, so
+  /// they never move.
+  std::deque<std::vector<int>> team_tables;
   std::size_t internal_bytes = 0;
   std::uint64_t next_window_id = 1;  // same on every rank: registration is collective
   WindowStats window_stats;
