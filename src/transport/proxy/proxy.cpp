@@ -19,6 +19,15 @@
 #include "transport/proxy/proxy_frame.hpp"
 
 namespace gnio::proxy {
+namespace {
+
+/// The word operation a (checked) frame's signal asks for.
+platform::WordOp signal_word_op(const Frame& f) {
+  return f.sig_op == static_cast<std::uint32_t>(SignalOp::Set) ? platform::WordOp::Store
+                                                               : platform::WordOp::Add;
+}
+
+}  // namespace
 
 Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
              char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, StreamRef stream,
@@ -544,10 +553,7 @@ bool Proxy::receive_frame(int peer) {
     }
     if (v.has_signal())
       (void)platform::apply_word_op(land->inbox + f.sig_offset, sizeof(std::uint64_t),
-                                    f.sig_op == static_cast<std::uint32_t>(SignalOp::Set)
-                                        ? platform::WordOp::Store
-                                        : platform::WordOp::Add,
-                                    f.value, 0, dev::Order::AcqRel);
+                                    signal_word_op(f), f.value, 0, dev::Order::AcqRel);
     const Clock::time_point now = stats_ ? Clock::now() : Clock::time_point{};
     if (stats_) receive_time_.add(now - arrived);
     delivering_.push_back(Delivering{receive_staging_->issued(), peer, now});
@@ -557,10 +563,7 @@ bool Proxy::receive_frame(int peer) {
   // Data, then the signal after it with release order (a rank that sees the new signal value also
   // sees the data); the peer's ack waits until both are in place (settle_deliveries).
   const Staging::Signal signal{reinterpret_cast<std::uint64_t*>(heap_base_ + f.sig_offset),
-                               f.sig_op == static_cast<std::uint32_t>(SignalOp::Set)
-                                   ? platform::WordOp::Store
-                                   : platform::WordOp::Add,
-                               f.value};
+                               signal_word_op(f), f.value};
   std::uint64_t mark = 0;
   if (receive_staging_->receive(fd, heap_base_ + f.dst_offset, v.has_data() ? f.bytes : 0,
                                 v.has_signal() ? &signal : nullptr, deadline, &err,

@@ -5,15 +5,19 @@
 // Two threads per communicator, so that neither can block the other: the sender drains the ring
 // in ticket order, writes each operation as one frame (header + payload read straight from the
 // source) to the target's connection, and writes the acknowledgements the receiver owes; the
-// receiver only reads: it validates every frame (magic, job token, byte range inside this rank's
-// symmetric heap, aligned signal word) before writing a byte, applies data then signal, and
-// counts what it applied. Gets and atomics are requests: the target's receiver applies an atomic
-// (or notes a get) and queues the reply, which its sender writes (a get's data read from the heap
-// then); the requester's receiver accepts a reply only for a request of its own that is still
-// open (same peer, same size), writes the data or old value where the device asked, and the
-// request's ticket is done. A frame that fails validation is an error: nothing of it is written,
-// the connection is closed and the communicator aborts (as does the sender's side once it sees
-// the connection end). Every byte and word of this rank's memory is moved through a Staging
+// receiver only reads: it validates every frame (magic, job token, byte range inside the region
+// it names, aligned signal word) before writing a byte, applies data then signal, and counts what
+// it applied. A frame names either this rank's symmetric heap (what the device API reaches) or one
+// of the proxy's landing regions (host memory that collectives' pipes to other nodes use: written
+// straight from the socket, signals with host atomics). Data for the heap goes through the
+// receiving Staging's deliveries, which the thread queues without waiting; a put counts as applied
+// (and is acked) once its delivery completed. Gets and atomics are requests: the target's receiver
+// applies an atomic (or notes a get) and queues the reply, which its sender writes (a get's data
+// read from the heap then); the requester's receiver accepts a reply only for a request of its own
+// that is still open (same peer, same size), writes the data or old value where the device asked,
+// and the request's ticket is done. A frame that fails validation is an error: nothing of it is
+// written, the connection is closed and the communicator aborts (as does the sender's side once it
+// sees the connection end). Every byte and word of this rank's memory is moved through a Staging
 // (staging.hpp): directly on the host backend, through page-locked bounce buffers and a one-thread
 // kernel for signals and atomics on GPUs.
 #pragma once
