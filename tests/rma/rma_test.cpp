@@ -336,9 +336,14 @@ TEST(Rma, BarrierNodeTeam) {
 TEST(Rma, BarrierSplitTeams) {
   gnio::Team odd_even = comm().split(comm().world(), comm().rank() % 2, -comm().rank());
   EXPECT_EQ(odd_even.size, (comm().size() + 1 - comm().rank() % 2) / 2);
-  // Keys are -rank: members are ordered by descending rank.
+  // Keys are -rank: members are ordered by descending rank. Host code reads the members from the
+  // team's host copy of its table (the heap table is GPU memory on GPUs).
   if (odd_even.size > 1) {
+    ASSERT_EQ(odd_even.stride, 0);
+    ASSERT_NE(odd_even.host_members_table, nullptr);
     EXPECT_GT(odd_even.world_rank(0), odd_even.world_rank(1));
+    for (int i = 0; i < odd_even.size; ++i)
+      EXPECT_EQ(odd_even.world_rank(i) % 2, comm().rank() % 2) << "member " << i;
   }
   check_barrier<Warp>(odd_even, 20);
 }
