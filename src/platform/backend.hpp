@@ -91,6 +91,14 @@ struct Delivery {
   std::uint64_t mark = 0;
 };
 
+/// True when `d` can be queued: data has both ends, the words are 8-byte aligned (the backends'
+/// deliver() refuse anything else).
+inline bool well_formed(const Delivery& d) {
+  return (d.bytes == 0 || (d.dst && d.src)) &&
+         (!d.word || reinterpret_cast<std::uintptr_t>(d.word) % 8 == 0) &&
+         (!d.done || reinterpret_cast<std::uintptr_t>(d.done) % 8 == 0);
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -922,9 +922,7 @@ void CudaBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64
 
 void CudaBackend::deliver(const Delivery& d, StreamRef s) {
   cudaStream_t stream = cuda_stream(s, device_);
-  GNIO_REQUIRE((d.bytes == 0 || (d.dst && d.src)) &&
-                   (!d.word || reinterpret_cast<std::uintptr_t>(d.word) % 8 == 0) &&
-                   (!d.done || reinterpret_cast<std::uintptr_t>(d.done) % 8 == 0),
+  GNIO_REQUIRE(well_formed(d),
                "deliver on GPU %d: bad delivery (%zu bytes %p -> %p, signal word %p, mark word %p)",
                device_, d.bytes, d.src, d.dst, static_cast<void*>(d.word),
                static_cast<void*>(d.done));

@@ -337,9 +337,7 @@ void HostBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64
 
 void HostBackend::deliver(const Delivery& d, StreamRef s) {
   detail::HostStream* stream = host_stream(s, "deliver");
-  GNIO_REQUIRE((d.bytes == 0 || (d.dst && d.src)) &&
-                   (!d.word || reinterpret_cast<std::uintptr_t>(d.word) % 8 == 0) &&
-                   (!d.done || reinterpret_cast<std::uintptr_t>(d.done) % 8 == 0),
+  GNIO_REQUIRE(well_formed(d),
                "host backend deliver: bad delivery (%zu bytes %p -> %p, signal word %p, mark "
                "word %p)",
                d.bytes, d.src, d.dst, static_cast<void*>(d.word), static_cast<void*>(d.done));

@@ -538,36 +538,26 @@ bool Proxy::receive_frame(int peer) {
     nudge_sender();
     return true;
   }
-  if (land) {
-    // A landing inbox is host memory: the data straight from the socket, then the signal with
-    // release order, no GPU work. Acked in order with this peer's earlier frames: once the
-    // deliveries queued before it landed too.
-    if (v.has_data() && f.bytes > 0 &&
-        bootstrap::recv_all(fd, land->inbox + f.dst_offset, f.bytes, deadline, &err) !=
-            bootstrap::IoStatus::Ok) {
-      fail_transport(
-          format("rank %d: tcp transport: the data of a put from rank %d did not "
-                 "arrive (%s)",
-                 rank_, peer, err ? std::strerror(err) : "timeout or closed"));
-      return false;
-    }
-    if (v.has_signal())
-      (void)platform::apply_word_op(land->inbox + f.sig_offset, sizeof(std::uint64_t),
-                                    signal_word_op(f), f.value, 0, dev::Order::AcqRel);
-    const Clock::time_point now = stats_ ? Clock::now() : Clock::time_point{};
-    if (stats_) receive_time_.add(now - arrived);
-    delivering_.push_back(Delivering{receive_staging_->issued(), peer, now});
-    settle_deliveries();
-    return true;
-  }
   // Data, then the signal after it with release order (a rank that sees the new signal value also
   // sees the data); the peer's ack waits until both are in place (settle_deliveries).
-  const Staging::Signal signal{reinterpret_cast<std::uint64_t*>(heap_base_ + f.sig_offset),
-                               signal_word_op(f), f.value};
-  std::uint64_t mark = 0;
-  if (receive_staging_->receive(fd, heap_base_ + f.dst_offset, v.has_data() ? f.bytes : 0,
-                                v.has_signal() ? &signal : nullptr, deadline, &err,
-                                &mark) != bootstrap::IoStatus::Ok) {
+  bootstrap::IoStatus io = bootstrap::IoStatus::Ok;
+  std::uint64_t mark = receive_staging_->issued();
+  if (land) {
+    // A landing inbox is host memory: the data straight from the socket, then the signal, no GPU
+    // work. Acked in order with this peer's earlier frames: once the deliveries queued before it
+    // landed too (the mark issued last).
+    if (v.has_data() && f.bytes > 0)
+      io = bootstrap::recv_all(fd, land->inbox + f.dst_offset, f.bytes, deadline, &err);
+    if (io == bootstrap::IoStatus::Ok && v.has_signal())
+      (void)platform::apply_word_op(land->inbox + f.sig_offset, sizeof(std::uint64_t),
+                                    signal_word_op(f), f.value, 0, dev::Order::AcqRel);
+  } else {
+    const Staging::Signal signal{reinterpret_cast<std::uint64_t*>(heap_base_ + f.sig_offset),
+                                 signal_word_op(f), f.value};
+    io = receive_staging_->receive(fd, heap_base_ + f.dst_offset, v.has_data() ? f.bytes : 0,
+                                   v.has_signal() ? &signal : nullptr, deadline, &err, &mark);
+  }
+  if (io != bootstrap::IoStatus::Ok) {
     fail_transport(
         format("rank %d: tcp transport: the data of a put from rank %d did not arrive "
                "(%s)",

@@ -172,7 +172,7 @@ bootstrap::IoStatus Staging::receive(int fd, void* dst, std::size_t bytes, const
     d.done = done_;
     d.mark = ++issued_;
     backend_.deliver(d, stream(0));
-    if (n > 0) pieces_.push_back(Piece{begin, begin + round_up(n, kPieceAlign), d.mark});
+    if (n > 0) pieces_.push_back(Piece{begin, d.mark});
     at += n;
   } while (at < bytes);
   *mark = issued_;

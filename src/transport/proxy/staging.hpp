@@ -65,9 +65,10 @@ class Staging {
                             std::uint64_t expected);
 
  private:
-  /// A piece of the inbound ring in use until its delivery's mark completes.
+  /// A piece of the inbound ring, from `begin` up to the next piece's begin (or the ring head),
+  /// in use until its delivery's mark completes.
   struct Piece {
-    std::size_t begin, end;
+    std::size_t begin;
     std::uint64_t mark;
   };
 
