@@ -61,9 +61,14 @@ constexpr ConfigVar kVars[] = {
      "+ boot id"},
     // transports
     {"GNIO_NET", ConfigType::Enum, "auto",
-     "network transport to ranks on other nodes {auto, tcp, none}: tcp = proxy thread + one TCP "
-     "connection per peer pair (every device operation and every collective); auto = tcp when the "
+     "network transport to ranks on other nodes {auto, tcp, none}: tcp = proxy threads + TCP "
+     "connections per peer pair (GNIO_NET_NSOCKS; every device operation and every collective); "
+     "auto = tcp when the "
      "job spans nodes; none = operations on other nodes fail with Unsupported"},
+    {"GNIO_NET_NSOCKS", ConfigType::Int, "4",
+     "tcp connections per pair of ranks on different nodes (1..16, the same on every rank): the "
+     "first carries the device API's operations (in order, so fence and quiet hold), the others "
+     "the collectives' pipes, spread by pipe, each with its own sending and receiving thread"},
     {"GNIO_PROXY_SLOTS", ConfigType::Int, "256",
      "proxy command ring: descriptors in flight per communicator (a power of two, 2..65536); a "
      "device thread that finds it full waits for a credit"},
@@ -141,6 +146,9 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_COLL_ONESHOT_MAX", ConfigType::Size, "256K",
      "auto: oneshot up to this, twoshot above (every collective but reduce_scatter, which stays "
      "oneshot, and alltoallv, which is ring)"},
+    {"GNIO_COLL_REMOTE_ONESHOT_MAX", ConfigType::Size, "256K",
+     "auto on a team that spans nodes: oneshot (every input sent to every member through the "
+     "pipes, one network hop) up to this, ring above"},
     {"GNIO_COLL_BLOCKS", ConfigType::Int, "0",
      "blocks per collective kernel (1..256, ring at most 16); 0 = by algorithm and size (ll at "
      "most 64, oneshot/twoshot at most 128)"},

@@ -140,6 +140,7 @@ struct CollConfig {
   unsigned threads = 0;
   std::uint64_t ll_max = 0;
   std::uint64_t oneshot_max = 0;
+  std::uint64_t remote_oneshot_max = 0;
 };
 
 CollConfig read_config() {
@@ -152,6 +153,7 @@ CollConfig read_config() {
   const long long threads = config_int("GNIO_COLL_THREADS");
   c.ll_max = config_size("GNIO_COLL_LL_MAX");
   c.oneshot_max = config_size("GNIO_COLL_ONESHOT_MAX");
+  c.remote_oneshot_max = config_size("GNIO_COLL_REMOTE_ONESHOT_MAX");
   GNIO_REQUIRE(c.scratch >= (64u << 10),
                "GNIO_COLL_SCRATCH=%zu: collectives need at least 64K of scratch", c.scratch);
   GNIO_REQUIRE(c.staging == 0 || c.staging >= (64u << 10),
@@ -331,6 +333,7 @@ CollComm make_coll_comm(const Comm& comm, const CollState& st, const CollChannel
   cc.ch = ch;
   cc.ll_max = st.cfg.ll_max;
   cc.oneshot_max = st.cfg.oneshot_max;
+  cc.remote_oneshot_max = st.cfg.remote_oneshot_max;
   return cc;
 }
 
@@ -624,8 +627,9 @@ CollArgs full_args(const Comm& comm, const Request& r) {
 }
 
 /// The algorithm of a call: the forced one (GNIO_ALGO, coll_set_algorithm) or Auto's choice. A
-/// forced algorithm that needs peer memory gives way to Ring on a team that spans nodes (once
-/// said in the log): the same setting then works for a job on one node and on several.
+/// forced algorithm that needs peer memory (LL, TwoShot; OneShot runs through the pipes there)
+/// gives way to Ring on a team that spans nodes (once said in the log): the same setting then
+/// works for a job on one node and on several.
 CollAlgo resolve(CollState& st, const CollComm& cc, const CollArgs& full) {
   CollAlgo a;
   {
@@ -633,7 +637,7 @@ CollAlgo resolve(CollState& st, const CollComm& cc, const CollArgs& full) {
     a = st.algos.forced[static_cast<int>(full.kind)];
   }
   if (a == CollAlgo::Auto) return cc.choose(full);
-  if (a != CollAlgo::Ring && !cc.peer_memory()) {
+  if (a != CollAlgo::Ring && a != CollAlgo::OneShot && !cc.peer_memory()) {
     static std::once_flag said;
     std::call_once(said, [&] {
       GNIO_WARN(Coll,
@@ -647,8 +651,8 @@ CollAlgo resolve(CollState& st, const CollComm& cc, const CollArgs& full) {
 }
 
 /// Blocks and threads of one launch; the same on every rank for the same call.
-LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, const CollArgs& a, int n,
-                    std::uint64_t pipe_chunk) {
+LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, bool pipes, const CollArgs& a,
+                    int n, std::uint64_t pipe_chunk) {
   std::size_t work = units_of(a.bytes);
   if (a.kind == CollKind::AllToAllV)
     work = 1u << 16;
@@ -693,7 +697,7 @@ LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, const CollA
     }
   }
   if (cfg.blocks) d.grid = cfg.blocks;
-  d.grid = std::min(d.grid, algo == CollAlgo::Ring ? kCollPipeBlocks : kCollMaxBlocks);
+  d.grid = std::min(d.grid, pipes ? kCollPipeBlocks : kCollMaxBlocks);
   return d;
 }
 
@@ -767,14 +771,16 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
     l.args = full;
     l.args.algo = CollAlgo::Ring;
     l.a2av = table;
-    l.dims = dims_for(st.cfg, host, CollAlgo::Ring, l.args, n, ch.pipe_chunk);
+    l.dims = dims_for(st.cfg, host, CollAlgo::Ring, true, l.args, n, ch.pipe_chunk);
     launch_kernel(r, l);
     return;
   }
 
   // Elements per launch: LL is bounded by its packet slot, OneShot/TwoShot by the staging area
   // (the same bound on every rank, staged or not, so every rank launches the same kernels).
-  const bool direct = algo == CollAlgo::OneShot || algo == CollAlgo::TwoShot;
+  // Through the pipes (Ring; OneShot across nodes) no peer touches this rank's buffers.
+  const bool pipes = cc.through_pipes(algo);
+  const bool direct = !pipes && (algo == CollAlgo::OneShot || algo == CollAlgo::TwoShot);
   std::size_t cap = r.count;
   if (algo == CollAlgo::LL) cap = ch.ll_slot_bytes / 2 / es;
   const bool push = algo == CollAlgo::TwoShot && twoshot_pushes(r.kind, n);
@@ -821,7 +827,7 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
       if (gathered_out(r.kind)) a.out_stride = a.bytes;
     }
     l.args = a;
-    l.dims = dims_for(st.cfg, host, algo, a, n, ch.pipe_chunk);
+    l.dims = dims_for(st.cfg, host, algo, pipes, a, n, ch.pipe_chunk);
     launch_kernel(r, l);
     if (stage_out) {
       if (gathered_out(r.kind)) {
@@ -964,6 +970,7 @@ CollAlgo coll_algorithm(Comm& comm, CollKind kind, std::size_t count, DataType t
   cc.team = impl.world;
   cc.ll_max = st.cfg.ll_max;
   cc.oneshot_max = st.cfg.oneshot_max;
+  cc.remote_oneshot_max = st.cfg.remote_oneshot_max;
   cc.ch.ll_slot_bytes = detail::geometry(st.cfg, static_cast<std::size_t>(comm.size())).ll_slot;
   return detail::resolve(st, cc, detail::full_args(comm, r));
 }

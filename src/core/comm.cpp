@@ -391,7 +391,8 @@ void CommImpl::check() const {
              "%s)",
              r.rank, where.c_str(), r.peer,
              proxy ? "this collective algorithm loads and stores peers' memory, which only ranks "
-                     "of one node can; across nodes collectives run ring (CollAlgo::Auto or Ring)"
+                     "of one node can; across nodes collectives run oneshot or ring "
+                     "(CollAlgo::Auto, OneShot or Ring)"
                    : "no network transport is configured: GNIO_NET=none, or the cuda backend");
       case Status::InvalidArgument:
         fail(ErrorClass::InvalidArgument,

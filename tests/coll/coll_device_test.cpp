@@ -20,10 +20,10 @@ bool host() {
   return comm().backend() == gnio::Backend::Host;
 }
 
-/// The algorithms to call explicitly: all of them on one node; across nodes Auto and Ring (the
-/// others return Unsupported there: tests/rma/rma_net_test.cpp).
+/// The algorithms to call explicitly: all of them on one node; across nodes Auto, OneShot (through
+/// the pipes there) and Ring (LL and TwoShot return Unsupported: tests/rma/rma_net_test.cpp).
 std::vector<CollAlgo> algorithms() {
-  if (comm().nodes() > 1) return {CollAlgo::Auto, CollAlgo::Ring};
+  if (comm().nodes() > 1) return {CollAlgo::Auto, CollAlgo::OneShot, CollAlgo::Ring};
   return {CollAlgo::Auto, CollAlgo::LL, CollAlgo::OneShot, CollAlgo::TwoShot, CollAlgo::Ring};
 }
 

@@ -174,10 +174,10 @@ std::size_t run_case(const Case& c) {
                      : run_case(c, p.priv[0], p.priv[1]);
 }
 
-/// Algorithms a collective has ("auto" first). Across nodes only ring runs (a forced peer-memory
-/// algorithm gives way to it), so only auto and ring are worth the time there.
+/// Algorithms a collective has ("auto" first). Across nodes oneshot runs through the pipes and
+/// ring as everywhere (ll and twoshot give way to ring), so only those are worth the time there.
 std::vector<std::string> algorithms(CollKind k) {
-  if (comm().nodes() > 1) return {"auto", "ring"};
+  if (comm().nodes() > 1) return {"auto", "oneshot", "ring"};
   std::vector<std::string> a = {"auto", "ll", "oneshot"};
   if (k != CollKind::ReduceScatter) a.push_back("twoshot");
   a.push_back("ring");

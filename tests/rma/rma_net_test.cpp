@@ -431,8 +431,8 @@ TEST(Net, CollectivesAcrossNodes) {
 #endif
 }
 
-/// An algorithm that reads peers' memory (here OneShot) called in a kernel on a team that spans
-/// nodes: Unsupported at once, naming the call and the peer, and nothing hangs.
+/// An algorithm that reads and writes peers' memory (here TwoShot) called in a kernel on a team
+/// that spans nodes: Unsupported at once, naming the call and the peer, and nothing hangs.
 TEST(NetFault, PeerMemoryAlgorithmAcrossNodesIsUnsupported) {
 #if GNIO_NET_TEST_COLL
   gnio::Comm& c = comm();
@@ -446,7 +446,7 @@ TEST(NetFault, PeerMemoryAlgorithmAcrossNodesIsUnsupported) {
   const auto start = std::chrono::steady_clock::now();
   gnio::launch(stream(), {.grid = 1, .block = 4}, [=] GNIO_HD() {
     const gnio::Status st =
-        cc.allreduce<gnio::Block>(x, x, 64, gnio::op::Sum{}, gnio::CollAlgo::OneShot);
+        cc.allreduce<gnio::Block>(x, x, 64, gnio::op::Sum{}, gnio::CollAlgo::TwoShot);
     if (gnio::dev::thread() == 0)
       gnio::dev::atomic_store(status, static_cast<std::uint32_t>(st), gnio::dev::Order::Release);
   });
@@ -459,7 +459,7 @@ TEST(NetFault, PeerMemoryAlgorithmAcrossNodesIsUnsupported) {
     msg = e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-  EXPECT_NE(msg.find("allreduce(oneshot)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("allreduce(twoshot)"), std::string::npos) << msg;
   // The host learns of the failure from the device's record, possibly before the kernel stored
   // its status: wait for it (host backend: plain memory; the communicator is aborted).
   std::uint32_t st = kNotYet;

@@ -15,13 +15,17 @@
 //    messages (up to the scratch's LL slot).
 //  * OneShot: a flag handshake, then every rank reads what it needs directly from the peers'
 //    buffers (peer memory, 16-byte loads), then a flag saying it is done reading. Operands that
-//    peers read must lie in the symmetric heap (any offset: ranks publish their offsets).
+//    peers read must lie in the symmetric heap (any offset: ranks publish their offsets). On a
+//    team that spans nodes every rank instead sends its input to every member that needs it as
+//    pipe messages (Ring's pipes, through the proxy to other nodes): one network hop instead of
+//    the ring's 2(n - 1), any buffers; Auto picks it there up to GNIO_COLL_REMOTE_ONESHOT_MAX.
 //  * TwoShot (allreduce, broadcast, reduce): each rank reduces (or fetches) 1/n of the data from
 //    every peer and writes it into every peer's output (reduce-scatter + allgather).
 //  * Ring: pipelined through fixed-size scratch with per-block flow control; any size, any
-//    buffers (nothing but this rank touches them). The only algorithm for teams that span nodes:
-//    a message to a peer on another node is a put_signal through the proxy (GNIO_NET), its
-//    consumption a signal back; Auto picks it there, and the others return Unsupported.
+//    buffers (nothing but this rank touches them). With OneShot the algorithm for teams that
+//    span nodes: a message to a peer on another node is a put_signal through the proxy
+//    (GNIO_NET), its consumption a signal back; Auto picks it there above
+//    GNIO_COLL_REMOTE_ONESHOT_MAX, and LL and TwoShot return Unsupported.
 //
 // Determinism: LL, OneShot and TwoShot reduce every element in team order (member 0, 1, ..., n-1)
 // with the same operations on every rank, so the result is bit-identical on every rank and
@@ -137,9 +141,11 @@ struct CollComm {
   DeviceComm dc;
   Team team;
   detail::CollChannel ch;
-  /// Auto's thresholds (GNIO_COLL_LL_MAX, GNIO_COLL_ONESHOT_MAX), in bytes of the larger buffer.
+  /// Auto's thresholds (GNIO_COLL_LL_MAX, GNIO_COLL_ONESHOT_MAX; on teams that span nodes
+  /// GNIO_COLL_REMOTE_ONESHOT_MAX), in bytes of the larger buffer.
   std::uint64_t ll_max = 0;
   std::uint64_t oneshot_max = 0;
+  std::uint64_t remote_oneshot_max = 0;
 
   // Every call: the whole group calls with the same arguments; `send`/`recv` are this rank's
   // buffers (device memory; in the symmetric heap when OneShot/TwoShot must read or write them
@@ -197,8 +203,11 @@ struct CollComm {
   /// alltoallv; A2AV: Ring only). Peer-memory requirements are peer_memory()'s.
   GNIO_HD bool supports(CollAlgo algo, const detail::CollArgs& a) const;
   /// True when this rank can load and store every member's memory (the team lies on one node):
-  /// LL, OneShot and TwoShot need it; Ring does not.
+  /// LL, TwoShot and OneShot's direct form need it; Ring does not.
   GNIO_HD bool peer_memory() const;
+  /// True when `algo` moves data through the pipes on this team (Ring; OneShot when the team
+  /// spans nodes), so that it runs with at most CollChannel::pipe_blocks workers.
+  GNIO_HD bool through_pipes(CollAlgo algo) const;
   /// Runs one call as worker `w` of `W` (the host API's kernels: one block per worker, all blocks
   /// of the grid; the device API: one group, w = 0, W = 1). T/Op: element type and operator for
   /// the reducing kinds; std::uint8_t and detail::CopyOp for the others.

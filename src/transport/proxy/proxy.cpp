@@ -21,6 +21,13 @@
 namespace gnio::proxy {
 namespace {
 
+/// GNIO_NET_NSOCKS, checked.
+int net_lanes() {
+  const long long n = config_int("GNIO_NET_NSOCKS");
+  GNIO_REQUIRE(n >= 1 && n <= 16, "GNIO_NET_NSOCKS=%lld is not in [1, 16]", n);
+  return static_cast<int>(n);
+}
+
 /// The word operation a (checked) frame's signal asks for.
 platform::WordOp signal_word_op(const Frame& f) {
   return f.sig_op == static_cast<std::uint32_t>(SignalOp::Set) ? platform::WordOp::Store
@@ -33,7 +40,7 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
              char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, StreamRef stream,
              double timeout_s, std::function<void(int)> on_link_lost)
     : backend_(backend),
-      mesh_(bs, node_of_rank, timeout_s),
+      mesh_(bs, node_of_rank, timeout_s, net_lanes()),
       rank_(bs.rank()),
       size_(bs.size()),
       token_(bs.token()),
@@ -80,29 +87,52 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
                                     : backend_.kind() == platform::BackendKind::Host ? 0
                                                                                      : 10000);
   const int size = bs.size();
-  applied_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
-  peer_acked_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
-  said_bye_ = std::make_unique<std::atomic<bool>[]>(size);
+  lanes_ = mesh_.lanes();
+  const std::size_t connections = static_cast<std::size_t>(size) * static_cast<std::size_t>(lanes_);
+  applied_ = std::make_unique<std::atomic<std::uint64_t>[]>(connections);
+  peer_acked_ = std::make_unique<std::atomic<std::uint64_t>[]>(connections);
+  said_bye_ = std::make_unique<std::atomic<bool>[]>(connections);
+  for (std::size_t i = 0; i < connections; ++i) {
+    applied_[i] = 0;
+    peer_acked_[i] = 0;
+    said_bye_[i] = false;
+  }
   replies_sent_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
   replies_queued_.assign(static_cast<std::size_t>(size), 0);
-  for (int r = 0; r < size; ++r) {
-    applied_[r] = 0;
-    peer_acked_[r] = 0;
-    said_bye_[r] = false;
-    replies_sent_[r] = 0;
+  for (int r = 0; r < size; ++r) replies_sent_[r] = 0;
+  lane_.resize(static_cast<std::size_t>(lanes_));
+  for (int l = 1; l < lanes_; ++l) lane_[l] = std::make_unique<Lane>();
+  sender_ = std::thread([this] { run_guarded("sender", [this] { send_loop(); }); });
+  receiver_ = std::thread([this] { run_guarded("receiver", [this] { receive_loop(0); }); });
+  for (int l = 1; l < lanes_; ++l) {
+    lane_[l]->sender =
+        std::thread([this, l] { run_guarded("lane sender", [this, l] { lane_send_loop(l); }); });
+    lane_[l]->receiver =
+        std::thread([this, l] { run_guarded("lane receiver", [this, l] { receive_loop(l); }); });
   }
-  sender_ = std::thread([this] { run_guarded("sender", &Proxy::send_loop); });
-  receiver_ = std::thread([this] { run_guarded("receiver", &Proxy::receive_loop); });
 }
 
 Proxy::~Proxy() {
   stop_.store(true, std::memory_order_release);
+  for (int l = 1; l < lanes_; ++l) {
+    std::lock_guard<std::mutex> lock(lane_[l]->mutex);
+    lane_[l]->wake.notify_all();
+  }
   if (sender_.joinable()) sender_.join();
+  for (int l = 1; l < lanes_; ++l)
+    if (lane_[l]->sender.joinable()) lane_[l]->sender.join();
   if (receiver_.joinable()) receiver_.join();
-  if (stats_)
+  for (int l = 1; l < lanes_; ++l)
+    if (lane_[l]->receiver.joinable()) lane_[l]->receiver.join();
+  if (stats_) {
     std::fprintf(stderr, "gnio proxy stats, rank %d: %s; %s; %s\n", rank_,
                  send_time_.describe("send").c_str(), receive_time_.describe("receive").c_str(),
                  deliver_time_.describe("deliver").c_str());
+    for (int l = 1; l < lanes_; ++l)
+      std::fprintf(stderr, "gnio proxy stats, rank %d, lane %d: %s; %s\n", rank_, l,
+                   lane_[l]->send_time.describe("send").c_str(),
+                   lane_[l]->receive_time.describe("receive").c_str());
+  }
   send_staging_.reset();
   receive_staging_.reset();
   for (void* m : landing_memory_) backend_.free_host_mapped(m);
@@ -158,9 +188,9 @@ std::string Proxy::StageTime::describe(const char* name) const {
                 static_cast<double>(max_ns) / 1e3);
 }
 
-void Proxy::run_guarded(const char* thread, void (Proxy::*loop)()) {
+void Proxy::run_guarded(const char* thread, const std::function<void()>& loop) {
   try {
-    (this->*loop)();
+    loop();
   } catch (const std::exception& e) {
     fail_transport(format("rank %d: proxy %s thread: %s", rank_, thread, e.what()));
   }
@@ -214,10 +244,19 @@ void Proxy::send_loop() {
   const std::vector<int>& peers = mesh_.peers();
   Staging direct_staging(backend_, Staging::Direction::Outbound, true, 0);
   const int size = size_;
-  std::vector<std::uint64_t> acks_sent(size, 0), acks_seen(size, 0);
-  std::vector<std::deque<std::uint64_t>> in_flight(size);  // tickets per peer awaiting its ack
-  std::deque<bool> finished;                               // tickets done_base.. in order
-  std::uint64_t next = 0, done_base = 0;
+  const std::size_t connections = static_cast<std::size_t>(size) * static_cast<std::size_t>(lanes_);
+  std::vector<std::uint64_t> acks_sent(connections, 0), acks_seen(connections, 0);
+  // Tickets per connection (at(peer, lane)) awaiting the peer's ack.
+  std::vector<std::deque<std::uint64_t>> in_flight(connections);
+  std::deque<bool> finished;  // tickets done_base.. in order
+  // Tickets head.. in order: sent by this thread (lane 0) or handed to a lane as its frame `seq`
+  // (sent once the lane's count passes it).
+  struct Handed {
+    int lane;
+    std::uint64_t seq;
+  };
+  std::deque<Handed> handed;
+  std::uint64_t next = 0, head = 0, done_base = 0;
   unsigned idle = 0;
   auto last_work = std::chrono::steady_clock::now();
   // Fault injection (GNIO_NET_CUT_AFTER): data bytes sent to each peer so far.
@@ -285,6 +324,14 @@ void Proxy::send_loop() {
         // Data device code left in an outbox (host memory) is sent from there, once it is known
         // to lie inside one: the address comes from device code.
         const bool host_source = data && (slot->flags & kProxyHostSource) != 0;
+        const bool inline_data =
+            data && (slot->flags & kProxyInline) != 0 && slot->bytes <= kProxyInlineBytes;
+        // Frames into landing regions go on their lane when their data is host memory (which a
+        // lane thread reads directly; GPU memory needs this thread's staging).
+        const int lane = f.region != 0 && lanes_ > 1 && (!data || host_source || inline_data)
+                             ? lane_of(slot->sig_offset)
+                             : 0;
+        Handed handoff{0, 0};
         if (host_source && !in_outbox(slot->src, slot->bytes)) {
           fail_transport(
               format("rank %d: proxy descriptor %llu sends %llu bytes from 0x%llx, "
@@ -304,35 +351,65 @@ void Proxy::send_loop() {
                 peer, get, get ? slot->src : std::uint64_t{(slot->flags & kProxyFetch) != 0},
                 slot->bytes};
           }
-          const bool inline_data =
-              data && (slot->flags & kProxyInline) != 0 && slot->bytes <= kProxyInlineBytes;
           const void* from = !data         ? nullptr
                              : inline_data ? handle_.inline_data + (next & mask) * kProxyInlineBytes
                                            : reinterpret_cast<const void*>(slot->src);
-          if (send_frame(peer, f, from, data ? slot->bytes : 0, inline_data || host_source)) {
-            if (!request) in_flight[peer].push_back(next);
+          const std::uint64_t bytes = data ? slot->bytes : 0;
+          if (lane > 0) {
+            Lane& l = *lane_[static_cast<std::size_t>(lane)];
+            {
+              std::lock_guard<std::mutex> lock(l.mutex);
+              l.queue.push_back(LaneFrame{peer, f, from, bytes, seen});
+              handoff = Handed{lane, l.queued.load(std::memory_order_relaxed)};
+              l.queued.fetch_add(1, std::memory_order_release);
+            }
+            l.wake.notify_one();
+            in_flight[at(peer, lane)].push_back(next);
             finished.push_back(false);
+          } else {
+            if (send_frame(peer, f, from, bytes, inline_data || host_source)) {
+              if (!request) in_flight[at(peer, 0)].push_back(next);
+              finished.push_back(false);
+            }
+            if (stats_) send_time_.add(Clock::now() - seen);
           }
-          if (stats_) send_time_.add(Clock::now() - seen);
         }
-        // Consumed either way: the source was read (or never will be), the slot is free.
+        // Consumed either way: the source was read (or never will be, or a lane reads it before
+        // the head passes it), the slot is free.
+        handed.push_back(handoff);
         ++next;
-        dev::atomic_store(&ring_->head, next, dev::Order::Release);
+        busy = true;
+      }
+      // The head passes every ticket whose frame was sent, in order.
+      const std::uint64_t head_before = head;
+      while (!handed.empty() && (handed.front().lane == 0 ||
+                                 lane_[static_cast<std::size_t>(handed.front().lane)]->sent.load(
+                                     std::memory_order_acquire) > handed.front().seq)) {
+        handed.pop_front();
+        ++head;
+      }
+      if (head != head_before) {
+        dev::atomic_store(&ring_->head, head, dev::Order::Release);
         busy = true;
       }
       for (int p : peers) {
-        const std::uint64_t applied = applied_[p].load(std::memory_order_acquire);
-        if (applied != acks_sent[p]) {
-          Frame ack{kFrameMagic, kFrameAck, token_, 0, 0, 0, 0, 0, 0, applied};
-          if (send_frame(p, ack, nullptr, 0)) acks_sent[p] = applied;
-          busy = true;
-        }
-        const std::uint64_t acked = peer_acked_[p].load(std::memory_order_acquire);
-        while (acks_seen[p] < acked && !in_flight[p].empty()) {
-          finished[in_flight[p].front() - done_base] = true;
-          in_flight[p].pop_front();
-          ++acks_seen[p];
-          busy = true;
+        for (int lane = 0; lane < lanes_; ++lane) {
+          const std::size_t c = at(p, lane);
+          const std::uint64_t applied = applied_[c].load(std::memory_order_acquire);
+          if (applied != acks_sent[c]) {
+            Frame ack{
+                kFrameMagic, kFrameAck, token_, 0, 0, 0, 0, 0, static_cast<std::uint32_t>(lane),
+                applied};
+            if (send_frame(p, ack, nullptr, 0)) acks_sent[c] = applied;
+            busy = true;
+          }
+          const std::uint64_t acked = peer_acked_[c].load(std::memory_order_acquire);
+          while (acks_seen[c] < acked && !in_flight[c].empty()) {
+            finished[in_flight[c].front() - done_base] = true;
+            in_flight[c].pop_front();
+            ++acks_seen[c];
+            busy = true;
+          }
         }
       }
       // Replies this rank owes (a get's data read from the heap now), and its own requests that
@@ -396,19 +473,80 @@ void Proxy::send_loop() {
   }
 }
 
-void Proxy::receive_loop() {
+int Proxy::lane_of(std::uint64_t sig_offset) const {
+  // A multiplicative hash of the word's index: the pipes' words are evenly spaced, which a plain
+  // modulo can fold onto a few lanes.
+  const std::uint64_t h = (sig_offset / 8) * 0x9E3779B97F4A7C15ull;
+  return 1 + static_cast<int>((h >> 32) % static_cast<std::uint64_t>(lanes_ - 1));
+}
+
+void Proxy::lane_send_loop(int lane) {
+  Lane& l = *lane_[static_cast<std::size_t>(lane)];
+  std::uint64_t taken = 0;
+  auto last_work = Clock::now();
+  for (;;) {
+    if (l.queued.load(std::memory_order_acquire) == taken) {
+      // Nothing handed: poll within the spin window, then sleep until the sender hands a frame
+      // (it notifies) or the proxy stops. Frames handed before the stop are sent first.
+      if (stop_.load(std::memory_order_acquire)) break;
+      if (Clock::now() - last_work < spin_) {
+        std::this_thread::yield();
+        continue;
+      }
+      std::unique_lock<std::mutex> lock(l.mutex);
+      l.wake.wait_for(lock, std::chrono::milliseconds(50), [&] {
+        return l.queued.load(std::memory_order_relaxed) != taken ||
+               stop_.load(std::memory_order_acquire);
+      });
+      continue;
+    }
+    LaneFrame lf;
+    {
+      std::lock_guard<std::mutex> lock(l.mutex);
+      lf = l.queue.front();
+      l.queue.pop_front();
+    }
+    ++taken;
+    if (!failed()) {
+      int err = 0;
+      frames_sending_.fetch_add(1, std::memory_order_release);  // see send_loop's send_frame
+      if (bootstrap::send_all(mesh_.fd(lf.peer, lane), &lf.frame, sizeof(lf.frame), lf.data,
+                              static_cast<std::size_t>(lf.bytes), Deadline::after(timeout_s_),
+                              &err) != bootstrap::IoStatus::Ok &&
+          !stop_.load(std::memory_order_acquire))
+        fail_transport(format("rank %d: tcp transport: sending to rank %d on connection %d failed "
+                              "(%s); that rank failed or rejected an operation (see its log)",
+                              rank_, lf.peer, lane, err ? std::strerror(err) : "timeout"),
+                       lf.peer);
+      if (stats_) l.send_time.add(Clock::now() - lf.seen);
+    }
+    // Sent (or never will be, after a failure): the ring's head may pass the frame's ticket.
+    l.sent.fetch_add(1, std::memory_order_release);
+    nudge_sender();
+    last_work = Clock::now();
+  }
+  if (!failed())
+    for (int p : mesh_.peers()) {
+      const Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
+      int err = 0;
+      (void)bootstrap::send_all(mesh_.fd(p, lane), &bye, sizeof(bye), nullptr, 0,
+                                Deadline::after(timeout_s_), &err);
+    }
+}
+
+void Proxy::receive_loop(int lane) {
   std::vector<int> open = mesh_.peers();
   std::vector<pollfd> pfds;
   auto last_work = std::chrono::steady_clock::now();
   while (!stop_.load(std::memory_order_acquire) && !open.empty()) {
-    settle_deliveries();
+    if (lane == 0) settle_deliveries();
     pfds.clear();
-    for (int p : open) pfds.push_back(pollfd{mesh_.fd(p), POLLIN, 0});
+    for (int p : open) pfds.push_back(pollfd{mesh_.fd(p, lane), POLLIN, 0});
     // Without blocking while deliveries are in flight (their completion is polled here) and
     // within the spin window after the last frame; otherwise blocking, 50 ms at a time so that
     // stop_ is looked at.
     const auto now = std::chrono::steady_clock::now();
-    const bool spin = !delivering_.empty() || now - last_work < spin_;
+    const bool spin = (lane == 0 && !delivering_.empty()) || now - last_work < spin_;
     const int n = ::poll(pfds.data(), pfds.size(), spin ? 0 : 50);
     if (n <= 0) {  // nothing, or EINTR
       if (spin) std::this_thread::yield();
@@ -417,7 +555,7 @@ void Proxy::receive_loop() {
     last_work = now;
     std::vector<int> still_open;
     for (std::size_t i = 0; i < pfds.size(); ++i) {
-      if (pfds[i].revents == 0 || receive_frame(open[i])) still_open.push_back(open[i]);
+      if (pfds[i].revents == 0 || receive_frame(open[i], lane)) still_open.push_back(open[i]);
     }
     open.swap(still_open);
   }
@@ -428,7 +566,7 @@ void Proxy::settle_deliveries() {
   const std::uint64_t done = receive_staging_->completed();
   bool any = false;
   while (!delivering_.empty() && delivering_.front().mark <= done) {
-    applied_[delivering_.front().peer].fetch_add(1, std::memory_order_release);
+    applied_[at(delivering_.front().peer, 0)].fetch_add(1, std::memory_order_release);
     if (stats_) deliver_time_.add(Clock::now() - delivering_.front().queued);
     delivering_.pop_front();
     any = true;
@@ -436,14 +574,14 @@ void Proxy::settle_deliveries() {
   if (any) nudge_sender();  // it owes those peers acks
 }
 
-bool Proxy::receive_frame(int peer) {
-  const int fd = mesh_.fd(peer);
+bool Proxy::receive_frame(int peer, int lane) {
+  const int fd = mesh_.fd(peer, lane);
   const Deadline deadline = Deadline::after(timeout_s_);
   Frame f{};
   int err = 0;
   const bootstrap::IoStatus st = bootstrap::recv_all(fd, &f, sizeof(f), deadline, &err);
   if (st != bootstrap::IoStatus::Ok) {
-    if (!said_bye_[peer].load() && !stop_.load(std::memory_order_acquire))
+    if (!said_bye_[at(peer, lane)].load() && !stop_.load(std::memory_order_acquire))
       fail_transport(
           format("rank %d: tcp transport: the connection from rank %d ended (%s); that "
                  "rank failed or rejected an operation (see its log)",
@@ -470,16 +608,23 @@ bool Proxy::receive_frame(int peer) {
   const Landing* land = f.region ? landing(f.region) : nullptr;
   const FrameVerdict v = check_frame(f, token_, heap_bytes_.load(std::memory_order_acquire),
                                      land ? land->inbox_bytes : 0);
+  // Lanes past the first carry landing-region frames only (the sender keeps everything else on
+  // lane 0, where its order with the other operations holds).
+  if (lane > 0 && v.kind != FrameKind::Invalid && v.kind != FrameKind::Bye &&
+      (f.region == 0 || !(v.has_data() || v.has_signal())))
+    return reject("a frame other than a landing region's on a collectives connection");
   switch (v.kind) {
     case FrameKind::Invalid: return reject(v.why);
-    case FrameKind::Bye: said_bye_[peer].store(true); return false;
+    case FrameKind::Bye: said_bye_[at(peer, lane)].store(true); return false;
     case FrameKind::Ack:
-      peer_acked_[peer].store(f.count, std::memory_order_release);
+      if (f.region >= static_cast<std::uint32_t>(lanes_))
+        return reject("an ack for a connection that does not exist");
+      peer_acked_[at(peer, static_cast<int>(f.region))].store(f.count, std::memory_order_release);
       nudge_sender();
       return true;
     default: break;
   }
-  if (!v.is_reply() && !await_replies_sent(peer)) return false;
+  if (lane == 0 && !v.is_reply() && !await_replies_sent(peer)) return false;
   if (v.kind == FrameKind::Get || v.kind == FrameKind::Atomic) {
     // The puts this peer sent before are in place before a get reads (or an atomic updates)
     // what they wrote.
@@ -541,7 +686,8 @@ bool Proxy::receive_frame(int peer) {
   // Data, then the signal after it with release order (a rank that sees the new signal value also
   // sees the data); the peer's ack waits until both are in place (settle_deliveries).
   bootstrap::IoStatus io = bootstrap::IoStatus::Ok;
-  std::uint64_t mark = receive_staging_->issued();
+  // (The receiving Staging is lane 0's alone; lanes past it see landing frames only.)
+  std::uint64_t mark = lane == 0 ? receive_staging_->issued() : 0;
   if (land) {
     // A landing inbox is host memory: the data straight from the socket, then the signal, no GPU
     // work. Acked in order with this peer's earlier frames: once the deliveries queued before it
@@ -565,7 +711,14 @@ bool Proxy::receive_frame(int peer) {
     return false;
   }
   const Clock::time_point queued = stats_ ? Clock::now() : Clock::time_point{};
-  if (stats_) receive_time_.add(queued - arrived);
+  if (stats_)
+    (lane > 0 ? lane_[static_cast<std::size_t>(lane)]->receive_time : receive_time_)
+        .add(queued - arrived);
+  if (lane > 0) {  // a landing frame: in place already, and nothing else is acked on this lane
+    applied_[at(peer, lane)].fetch_add(1, std::memory_order_release);
+    nudge_sender();
+    return true;
+  }
   delivering_.push_back(Delivering{mark, peer, queued});
   settle_deliveries();
   return true;

@@ -5,21 +5,27 @@
 // Two threads per communicator, so that neither can block the other: the sender drains the ring
 // in ticket order, writes each operation as one frame (header + payload read straight from the
 // source) to the target's connection, and writes the acknowledgements the receiver owes; the
-// receiver only reads: it validates every frame (magic, job token, byte range inside the region
-// it names, aligned signal word) before writing a byte, applies data then signal, and counts what
-// it applied. A frame names either this rank's symmetric heap (what the device API reaches) or one
-// of the proxy's landing regions (host memory that collectives' pipes to other nodes use: written
-// straight from the socket, signals with host atomics). Data for the heap goes through the
-// receiving Staging's deliveries, which the thread queues without waiting; a put counts as applied
-// (and is acked) once its delivery completed. Gets and atomics are requests: the target's receiver
-// applies an atomic (or notes a get) and queues the reply, which its sender writes (a get's data
-// read from the heap then); the requester's receiver accepts a reply only for a request of its own
-// that is still open (same peer, same size), writes the data or old value where the device asked,
-// and the request's ticket is done. A frame that fails validation is an error: nothing of it is
-// written, the connection is closed and the communicator aborts (as does the sender's side once it
-// sees the connection end). Every byte and word of this rank's memory is moved through a Staging
-// (staging.hpp): directly on the host backend, through page-locked bounce buffers and a one-thread
-// kernel for signals and atomics on GPUs.
+// receiver only reads. With GNIO_NET_NSOCKS > 1 every peer has more connections ("lanes"), each
+// with a sending and a receiving thread of its own: lane 0 carries the device API's operations,
+// requests, replies and every ack (in order, so fence and quiet hold); the others carry the
+// frames into landing regions (collectives' pipes), which the sender hands to the lane of their
+// signal word, so that one pipe's messages stay in order while different pipes move in parallel.
+// The ring's head (slot free, source read) passes a ticket only once its frame was sent, by
+// whichever thread sent it. A receiver it validates every frame (magic, job token, byte range
+// inside the region it names, aligned signal word) before writing a byte, applies data then signal,
+// and counts what it applied. A frame names either this rank's symmetric heap (what the device API
+// reaches) or one of the proxy's landing regions (host memory that collectives' pipes to other
+// nodes use: written straight from the socket, signals with host atomics). Data for the heap goes
+// through the receiving Staging's deliveries, which the thread queues without waiting; a put counts
+// as applied (and is acked) once its delivery completed. Gets and atomics are requests: the
+// target's receiver applies an atomic (or notes a get) and queues the reply, which its sender
+// writes (a get's data read from the heap then); the requester's receiver accepts a reply only for
+// a request of its own that is still open (same peer, same size), writes the data or old value
+// where the device asked, and the request's ticket is done. A frame that fails validation is an
+// error: nothing of it is written, the connection is closed and the communicator aborts (as does
+// the sender's side once it sees the connection end). Every byte and word of this rank's memory is
+// moved through a Staging (staging.hpp): directly on the host backend, through page-locked bounce
+// buffers and a one-thread kernel for signals and atomics on GPUs.
 #pragma once
 
 #include <atomic>
@@ -93,9 +99,20 @@ class Proxy {
 
  private:
   void send_loop();
-  void receive_loop();
-  /// Reads and applies one frame from `peer`; false when the connection ended or was rejected.
-  bool receive_frame(int peer);
+  /// Receives on lane `lane` of every peer until each said goodbye (or stop).
+  void receive_loop(int lane);
+  /// Sends the frames handed to lane `lane` (> 0).
+  void lane_send_loop(int lane);
+  /// Reads and applies one frame from `peer` on lane `lane`; false when the connection ended or
+  /// was rejected.
+  bool receive_frame(int peer, int lane);
+  /// The lane (> 0) of a landing frame that signals `sig_offset`: one pipe's frames share it.
+  int lane_of(std::uint64_t sig_offset) const;
+  /// Index of (peer, lane) in the per-connection arrays.
+  std::size_t at(int peer, int lane) const {
+    return static_cast<std::size_t>(peer) * static_cast<std::size_t>(lanes_) +
+           static_cast<std::size_t>(lane);
+  }
   /// Waits until the sender has sent every reply this receiver queued for `peer` (a get's data is
   /// read from the heap while it is sent): the asker may have sent the frame at hand after it
   /// received such a reply, and that frame may write what the reply read. False when the
@@ -115,7 +132,7 @@ class Proxy {
   /// (waiting, up to the timeout, until that slot's previous user freed it). False on timeout.
   bool deliver_result(std::uint64_t ticket, std::uint64_t value);
   /// Runs a proxy thread's loop; an exception (a failed copy on the GPU) fails the transport.
-  void run_guarded(const char* thread, void (Proxy::*loop)());
+  void run_guarded(const char* thread, const std::function<void()>& loop);
   /// Takes the open request `ticket` if `peer` owes its reply and it is a get (of `bytes`) or an
   /// atomic as `get` says; false (nothing taken) otherwise.
   bool take_request(std::uint64_t ticket, int peer, bool get, std::uint64_t bytes,
@@ -141,6 +158,25 @@ class Proxy {
     std::uint64_t n = 0, total_ns = 0, max_ns = 0;
     void add(Clock::duration d);
     std::string describe(const char* name) const;
+  };
+  /// A frame the sender handed to a lane (> 0): data from host memory (an outbox or the ring
+  /// slot's inline buffer) that stays valid until the lane says it was sent.
+  struct LaneFrame {
+    int peer;
+    Frame frame;
+    const void* data;
+    std::uint64_t bytes;
+    Clock::time_point seen;
+  };
+  /// Connection `lane` (> 0) to every peer: the frames handed to it, its threads, its stats.
+  struct Lane {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::deque<LaneFrame> queue;
+    std::atomic<std::uint64_t> queued{0};  ///< frames handed (written under `mutex`)
+    std::atomic<std::uint64_t> sent{0};    ///< frames sent (or dropped after a failure)
+    StageTime send_time, receive_time;     ///< GNIO_PROXY_STATS
+    std::thread sender, receiver;
   };
   /// A reply this rank owes a peer: the frame (a GetReply's data is read when it is sent).
   struct Reply {
@@ -172,8 +208,12 @@ class Proxy {
   // One per thread: the sender reads sources and get data, the receiver writes data and words.
   std::unique_ptr<Staging> send_staging_;
   std::unique_ptr<Staging> receive_staging_;
-  // Per peer (indexed by world rank): operations the receiver applied from it (the sender turns
-  // them into acks), acks sent back, and the peer's acks of our operations.
+  // Connections per peer (GNIO_NET_NSOCKS) and lanes 1.. of them (lanes_[0] is null: lane 0 is
+  // served by sender_ and receiver_).
+  int lanes_ = 1;
+  std::vector<std::unique_ptr<Lane>> lane_;
+  // Per connection (at(peer, lane)): operations the receiver applied from it (the sender turns
+  // them into acks), the peer's acks of our operations, and whether the peer said goodbye.
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> peer_acked_;
   std::unique_ptr<std::atomic<bool>[]> said_bye_;

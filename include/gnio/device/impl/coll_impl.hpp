@@ -604,14 +604,17 @@ struct PipeIn {
   }
   /// Waits for the next message; its slot.
   GNIO_HD const char* wait() {
-    const std::uint64_t i = before + got;
     if (proxied) {
       const std::uint64_t h = c->land_flag(false, s);
-      c->wait_ge_at(c->land_word(h), h, i + 1, s);
+      c->wait_ge_at(c->land_word(h), h, before + got + 1, s);
     } else {
       c->wait_ge(c->flag(c->cc.ch.head, s), progress(e, got + 1), s);
     }
-    return base + (i % c->cc.ch.pipe_depth) * c->cc.ch.pipe_chunk;
+    return slot();
+  }
+  /// The slot of the next message (without waiting for it).
+  GNIO_HD const char* slot() const {
+    return base + ((before + got) % c->cc.ch.pipe_depth) * c->cc.ch.pipe_chunk;
   }
   /// After the group barrier that follows the reads: frees the slot.
   GNIO_HD void release() {
@@ -868,6 +871,116 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
   pi.commit();
 }
 
+// ---------------------------------------------------------------------------------------------
+// OneShot on a team that spans nodes: peers on other nodes cannot be read directly, so every
+// rank sends its input (its block for each member, for reduce_scatter and alltoall) to every
+// member that needs it as pipe messages, one network hop instead of the ring's 2(n - 1). Every
+// receiver combines the inputs in team order, so the result is bit-identical on every rank.
+
+template <class Coop, class T, class Op>
+GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
+  const CollArgs& a = c.a;
+  const int n = c.n, me = c.me;
+  const std::size_t cu = c.cc.ch.pipe_chunk / kUnit;  // units per message
+  const unsigned gr = c.g.rank(), gs = c.g.size();
+  const bool bcast = a.kind == CollKind::Broadcast, reduce = a.kind == CollKind::Reduce;
+  const bool per_member_in = a.kind == CollKind::ReduceScatter || a.kind == CollKind::AllToAll;
+  const bool gathered_out = a.kind == CollKind::AllGather || a.kind == CollKind::AllToAll;
+  // Broadcast goes out from the root, reduce in to it, everything else from everyone to everyone.
+  auto sends = [&](int from, int to) {
+    return from != to && (bcast ? from == a.root : !reduce || to == a.root);
+  };
+  auto input_for = [&](int m) {
+    return a.in + (per_member_in ? static_cast<std::size_t>(m) * a.in_stride : 0);
+  };
+  auto output_of = [&](int m) {
+    return a.out + (gathered_out ? static_cast<std::size_t>(m) * a.out_stride : 0);
+  };
+  const std::size_t U = units_of(a.bytes);
+  std::size_t wlo, whi;
+  c.my_units(U, &wlo, &whi);
+  const std::size_t nslices = (whi - wlo + cu - 1) / cu;
+  // Member m's message of slice j (this rank's own input for m == me); looked up once per slice
+  // for the first kCache members.
+  constexpr int kCache = 8;
+  const char* cached[kCache];
+  auto message = [&](int m, std::size_t j) -> const char* {
+    if (m == me) return input_for(me);
+    PipeIn<Coop> pi(c, m);
+    pi.got = j;
+    return pi.slot();
+  };
+
+  for (std::size_t j = 0; j < nslices; ++j) {
+    const std::size_t lo = wlo + j * cu, hi = lo + cu < whi ? lo + cu : whi;
+    for (int k = 1; k < n; ++k) {
+      const int d = (me + k) % n;
+      if (!sends(me, d)) continue;
+      PipeOut<Coop> po(c, d);
+      po.sent = j;
+      char* slot = po.acquire();
+      const char* src = input_for(d);
+      if (c.st == Status::Ok)
+        for (std::size_t u = lo + gr; u < hi; u += gs)
+          store_pack(slot + (u - lo) * kUnit, load_unit(src, u, a.bytes));
+      c.g.sync();
+      po.post((hi - lo) * kUnit);
+    }
+    for (int k = 1; k < n; ++k) {
+      const int s = (me + k) % n;
+      if (!sends(s, me)) continue;
+      PipeIn<Coop> pi(c, s);
+      pi.got = j;
+      (void)pi.wait();
+    }
+    for (int m = 0; m < n && m < kCache; ++m) cached[m] = message(m, j);
+    auto at = [&](int m, std::size_t u) {
+      const char* base = m < kCache ? cached[m] : message(m, j);
+      return m == me ? load_unit(base, u, a.bytes) : load_pack(base + (u - lo) * kUnit);
+    };
+    if (c.st == Status::Ok) {
+      if constexpr (!std::is_same_v<Op, CopyOp>) {
+        if (!reduce || me == a.root)
+          for (std::size_t u = lo + gr; u < hi; u += gs) {
+            Accum<T, Op> acc{};
+            acc.init(at(0, u));
+            for (int m = 1; m < n; ++m) acc.add(at(m, u));
+            store_unit(a.out, u, a.bytes, acc.out());
+          }
+      } else {
+        for (int m = 0; m < n; ++m) {
+          if (m != me && !sends(m, me)) continue;
+          if (m == me && (bcast ? me != a.root : false)) continue;
+          char* dst = output_of(m);
+          if (m == me && dst == input_for(me)) continue;
+          for (std::size_t u = lo + gr; u < hi; u += gs) store_unit(dst, u, a.bytes, at(m, u));
+        }
+      }
+    }
+    c.g.sync();
+    for (int k = 1; k < n; ++k) {
+      const int s = (me + k) % n;
+      if (!sends(s, me)) continue;
+      PipeIn<Coop> pi(c, s);
+      pi.got = j;
+      pi.release();
+    }
+  }
+  for (int k = 1; k < n; ++k) {
+    const int d = (me + k) % n, s = mod(me - k, n);
+    if (sends(me, d)) {
+      PipeOut<Coop> po(c, d);
+      po.sent = nslices;
+      po.drain();
+    }
+    if (sends(s, me)) {
+      PipeIn<Coop> pi(c, s);
+      pi.got = nslices;
+      pi.commit();
+    }
+  }
+}
+
 /// n == 1: the result is the input.
 template <class Coop>
 GNIO_HD void self_exec(CollCall<Coop>& c) {
@@ -940,13 +1053,18 @@ GNIO_HD inline bool CollComm::peer_memory() const {
   return true;
 }
 
+GNIO_HD inline bool CollComm::through_pipes(CollAlgo algo) const {
+  return algo == CollAlgo::Ring || (algo == CollAlgo::OneShot && !peer_memory());
+}
+
 GNIO_HD inline CollAlgo CollComm::choose(const detail::CollArgs& a) const {
-  if (a.kind == CollKind::AllToAllV || !peer_memory()) return CollAlgo::Ring;
+  if (a.kind == CollKind::AllToAllV) return CollAlgo::Ring;
   const std::uint64_t n = static_cast<std::uint64_t>(team.size > 0 ? team.size : 1);
   // The larger of this rank's input and output.
   const bool gathered = a.kind == CollKind::AllGather || a.kind == CollKind::ReduceScatter ||
                         a.kind == CollKind::AllToAll;
   const std::uint64_t total = gathered ? a.bytes * n : a.bytes;
+  if (!peer_memory()) return total <= remote_oneshot_max ? CollAlgo::OneShot : CollAlgo::Ring;
   if (total <= ll_max && supports(CollAlgo::LL, a)) return CollAlgo::LL;
   if (a.kind == CollKind::ReduceScatter) return CollAlgo::OneShot;
   return total <= oneshot_max ? CollAlgo::OneShot : CollAlgo::TwoShot;
@@ -966,8 +1084,9 @@ GNIO_HD Status CollComm::run_algo(const detail::CollArgs& args, unsigned w, unsi
     if (c.g.leader()) c.fail(Status::InvalidArgument, -1, 0, 0, 0);
     return Status::InvalidArgument;
   }
-  if (W == 0 || W > ch.max_blocks || (a.algo == CollAlgo::Ring && W > ch.pipe_blocks) ||
-      !supports(a.algo, a) || (kAlgo != CollAlgo::Auto && a.algo != kAlgo) ||
+  const bool pipes = through_pipes(a.algo);
+  if (W == 0 || W > ch.max_blocks || (pipes && W > ch.pipe_blocks) || !supports(a.algo, a) ||
+      (kAlgo != CollAlgo::Auto && a.algo != kAlgo) ||
       ((a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce) &&
        (a.root < 0 || a.root >= team.size))) {
     // The record's "bytes" and "heap holds" numbers are the message and, for LL, what a slot
@@ -977,9 +1096,9 @@ GNIO_HD Status CollComm::run_algo(const detail::CollArgs& args, unsigned w, unsi
              detail::kNotInHeap, a.bytes, a.algo == CollAlgo::LL ? ch.ll_slot_bytes / 2 : 0);
     return Status::InvalidArgument;
   }
-  if (a.algo != CollAlgo::Ring)
+  if (!pipes)
     for (int m = 0; m < team.size; ++m)
-      if (c.proxied(m)) {  // on another node: only Ring reaches it (through the proxy)
+      if (c.proxied(m)) {  // on another node: only pipes reach it (through the proxy)
         if (c.g.leader()) c.fail(Status::Unsupported, m, detail::kNotInHeap, 0, 0);
         return Status::Unsupported;
       }
@@ -991,14 +1110,22 @@ GNIO_HD Status CollComm::run_algo(const detail::CollArgs& args, unsigned w, unsi
   if constexpr (kAlgo == CollAlgo::Auto) {
     switch (a.algo) {
       case CollAlgo::LL: detail::ll_exec<Coop, T, Op>(c); break;
-      case CollAlgo::OneShot: detail::direct_exec<Coop, T, Op>(c, false); break;
+      case CollAlgo::OneShot:
+        if (pipes)
+          detail::pipe_oneshot_exec<Coop, T, Op>(c);
+        else
+          detail::direct_exec<Coop, T, Op>(c, false);
+        break;
       case CollAlgo::TwoShot: detail::direct_exec<Coop, T, Op>(c, true); break;
       default: detail::ring_exec<Coop, T, Op>(c); break;
     }
   } else if constexpr (kAlgo == CollAlgo::LL) {
     detail::ll_exec<Coop, T, Op>(c);
   } else if constexpr (kAlgo == CollAlgo::OneShot) {
-    detail::direct_exec<Coop, T, Op>(c, false);
+    if (pipes)
+      detail::pipe_oneshot_exec<Coop, T, Op>(c);
+    else
+      detail::direct_exec<Coop, T, Op>(c, false);
   } else if constexpr (kAlgo == CollAlgo::TwoShot) {
     detail::direct_exec<Coop, T, Op>(c, true);
   } else {

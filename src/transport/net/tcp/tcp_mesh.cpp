@@ -21,7 +21,7 @@ struct Hello {
   std::uint32_t magic;
   std::int32_t from;
   std::int32_t to;
-  std::uint32_t pad;
+  std::uint32_t lane;
   std::uint64_t token;
 };
 
@@ -38,12 +38,25 @@ bootstrap::SockAddr listen_here(Bootstrap& bs) {
 
 }  // namespace
 
-TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double timeout_s) {
+TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double timeout_s, int lanes)
+    : lanes_(lanes) {
   const int me = bs.rank();
   const int size = bs.size();
-  fds_.resize(size);
+  fds_.resize(static_cast<std::size_t>(size) * static_cast<std::size_t>(lanes));
   for (int r = 0; r < size; ++r)
     if (node_of_rank[r] != node_of_rank[me]) peers_.push_back(r);
+
+  // Every pair must open the same connections: a rank that asked for another count would wait
+  // for lanes that never come.
+  std::vector<std::int32_t> asked(size);
+  asked[me] = lanes;
+  bs.allgather(asked.data(), sizeof(std::int32_t));
+  for (int r = 0; r < size; ++r)
+    if (asked[r] != lanes)
+      fail(ErrorClass::InvalidArgument,
+           "rank %d: GNIO_NET_NSOCKS is %d here but %d on rank %d; set the same value on every "
+           "rank",
+           me, lanes, asked[r], r);
 
   bootstrap::Fd listener = bootstrap::listen_tcp(listen_here(bs), "the tcp transport (GNIO_NET)");
   std::vector<bootstrap::NetAddress> addrs(size);
@@ -56,24 +69,26 @@ TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double tim
   int to_accept = 0;
   for (int p : peers_) {
     if (p > me) {
-      ++to_accept;
+      to_accept += lanes;
       continue;
     }
     const bootstrap::SockAddr to = bootstrap::SockAddr::from_net(addrs[p]);
-    int err = 0;
-    bootstrap::Fd fd = bootstrap::connect_tcp(to, deadline, &err);
-    if (!fd)
-      fail(ErrorClass::SystemError,
-           "rank %d: tcp transport could not connect to rank %d at %s: %s; check that the nodes "
-           "reach each other on that interface (GNIO_SOCKET_IFNAME)",
-           me, p, to.to_string().c_str(), std::strerror(err));
-    bootstrap::set_nodelay(fd.get());
-    Hello h{kHelloMagic, me, p, 0, bs.token()};
-    if (bootstrap::send_all(fd.get(), &h, sizeof(h), nullptr, 0, deadline, &err) !=
-        bootstrap::IoStatus::Ok)
-      fail(ErrorClass::RemoteError, "rank %d: tcp transport: hello to rank %d failed: %s", me, p,
-           std::strerror(err));
-    fds_[p] = std::move(fd);
+    for (int lane = 0; lane < lanes; ++lane) {
+      int err = 0;
+      bootstrap::Fd fd = bootstrap::connect_tcp(to, deadline, &err);
+      if (!fd)
+        fail(ErrorClass::SystemError,
+             "rank %d: tcp transport could not connect to rank %d at %s: %s; check that the "
+             "nodes reach each other on that interface (GNIO_SOCKET_IFNAME)",
+             me, p, to.to_string().c_str(), std::strerror(err));
+      bootstrap::set_nodelay(fd.get());
+      Hello h{kHelloMagic, me, p, static_cast<std::uint32_t>(lane), bs.token()};
+      if (bootstrap::send_all(fd.get(), &h, sizeof(h), nullptr, 0, deadline, &err) !=
+          bootstrap::IoStatus::Ok)
+        fail(ErrorClass::RemoteError, "rank %d: tcp transport: hello to rank %d failed: %s", me, p,
+             std::strerror(err));
+      fds_[index(p, lane)] = std::move(fd);
+    }
   }
   bootstrap::DropLog drops(format("rank %d tcp transport listener", me));
   while (to_accept > 0) {
@@ -97,15 +112,18 @@ TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double tim
       continue;
     }
     if (h.magic != kHelloMagic || h.token != bs.token() || h.to != me || h.from <= me ||
-        h.from >= size || node_of_rank[h.from] == node_of_rank[me] || fds_[h.from]) {
-      drops.drop(from.host_string(), from.to_string(), "bad hello (wrong job, rank or duplicate)");
+        h.from >= size || h.lane >= static_cast<std::uint32_t>(lanes) ||
+        node_of_rank[h.from] == node_of_rank[me] || fds_[index(h.from, static_cast<int>(h.lane))]) {
+      drops.drop(from.host_string(), from.to_string(),
+                 "bad hello (wrong job, rank, lane or duplicate)");
       continue;
     }
     bootstrap::set_nodelay(fd.get());
-    fds_[h.from] = std::move(fd);
+    fds_[index(h.from, static_cast<int>(h.lane))] = std::move(fd);
     --to_accept;
   }
-  GNIO_INFO(Net, "rank %d: tcp transport connected to %zu remote rank(s)", me, peers_.size());
+  GNIO_INFO(Net, "rank %d: tcp transport connected to %zu remote rank(s), %d socket(s) each", me,
+            peers_.size(), lanes);
 }
 
 }  // namespace gnio::net
