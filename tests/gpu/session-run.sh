@@ -24,6 +24,10 @@
 #              graphs), put/put_signal latency and bandwidth, the proxy's 8-byte message rate;
 #              NET_MAX caps the sizes (default 256M; NET_AR_MAX, NET_RMA_MAX each one),
 #              NET_MSGRATE=0 skips the message rate, NET_TIMEOUT bounds each run (300 s)
+#   net-socks  allreduce through the proxy with GNIO_NET_NSOCKS from NET_NSOCKS_LIST (default
+#              "1 4 8"), sizes NET_SOCKS_MIN..NET_SOCKS_MAX (4M..64M), beside NCCL over sockets;
+#              then allreduce with ring forced (8 B..256 KiB, the one-hop oneshot's baseline) and
+#              one 64 MiB put's bandwidth (NET_PUT_MAX) per connection count
 #   crash-4x2  the RMA barrier tests on 4 ranks as 2 nodes, with a crashing rank's stack resolved
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
@@ -133,6 +137,21 @@ run_step() {
       [ "${NET_MSGRATE:-1}" = 1 ] &&
         step net-msgrate env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout 120 -- "$P" msgrate \
           --op put_signal --json "$r/net/msgrate-tcp.json" ;;
+    net-socks)
+      mkdir -p "$r/net"
+      for ns in ${NET_NSOCKS_LIST:-1 4 8}; do
+        step "net-ar-socks$ns" env GNIO_NET=tcp GNIO_NET_NSOCKS=$ns NCCL_P2P_DISABLE=1 \
+          NCCL_SHM_DISABLE=1 NCCL_NET=Socket "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- \
+          "$P" coll --coll allreduce -b "${NET_SOCKS_MIN:-4M}" -e "${NET_SOCKS_MAX:-64M}" -f 4 \
+          --inplace 0 --vs-nccl --json "$r/net/allreduce-tcp-socks$ns.json"
+        step "net-put-socks$ns" env GNIO_NET=tcp GNIO_NET_NSOCKS=$ns "$R" -n 2 --nodes 2 \
+          --timeout "${NET_TIMEOUT:-300}" -- "$P" rma --op put --scope block --mode bw \
+          -b "${NET_PUT_MAX:-64M}" -e "${NET_PUT_MAX:-64M}" --reps 3 \
+          --json "$r/net/put-tcp-socks$ns.json"
+      done
+      step net-ar-ring env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- \
+        "$P" coll --coll allreduce -b 8 -e 256K -f 4 --inplace 0 --algo ring \
+        --json "$r/net/allreduce-tcp-ring.json" ;;
     crash-4x2)
       # The RMA barrier tests on 4 ranks as 2 nodes (2 per GPU); a crashing rank prints its stack
       # (tests/common/crash_trace.cpp), resolved here into functions and lines.
