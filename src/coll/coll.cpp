@@ -262,8 +262,8 @@ CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t 
     // CollChannel::land_in); every rank creates its channels in the same order, so the region
     // ids agree.
     const std::size_t messages = slots * pipe_blocks * cfg.depth * geo.pipe_chunk;
-    const proxy::Proxy::Landing land = impl.proxy->add_landing(
-        messages + 2 * pipe_blocks * n8, slots * pipe_blocks * geo.pipe_chunk);
+    const proxy::Proxy::Landing land =
+        impl.proxy->add_landing(messages + 2 * pipe_blocks * n8, messages);
     ch.landing = land.id;
     ch.land_in = land.inbox;
     ch.land_out = land.outbox;

@@ -95,8 +95,8 @@ struct CollChannel {
   /// (this rank's inbox, which the peers' proxies write and device code here reads over the bus):
   /// [slots][pipe_blocks][pipe_depth][pipe_chunk] messages, then at `land_flags`
   /// [2][pipe_blocks][slots] head (messages posted) and tail (messages consumed) words.
-  /// `land_out` (the outbox): [slots][pipe_blocks][pipe_chunk], the message a worker is sending
-  /// to a peer, which this rank's proxy sends from there.
+  /// `land_out` (the outbox): [slots][pipe_blocks][pipe_depth][pipe_chunk], the messages a
+  /// worker is sending to a peer, which this rank's proxy sends from there.
   char* land_in = nullptr;
   char* land_out = nullptr;
   /// [2][pipe_blocks][slots] messages each worker sent to (received from) each member over a

@@ -303,6 +303,8 @@ void Proxy::send_loop() {
                        peer);
       return false;
     }
+    // Released after the data was read: see frames_sent_.
+    frames_sent_.fetch_add(1, std::memory_order_release);
     return true;
   };
   while (!stop_.load(std::memory_order_acquire)) {
@@ -518,6 +520,7 @@ void Proxy::lane_send_loop(int lane) {
                               "(%s); that rank failed or rejected an operation (see its log)",
                               rank_, lf.peer, lane, err ? std::strerror(err) : "timeout"),
                        lf.peer);
+      frames_sent_.fetch_add(1, std::memory_order_release);
       if (stats_) l.send_time.add(Clock::now() - lf.seen);
     }
     // Sent (or never will be, after a failure): the ring's head may pass the frame's ticket.
@@ -589,8 +592,10 @@ bool Proxy::receive_frame(int peer, int lane) {
           peer);
     return false;
   }
-  // The frame is here, so whatever this rank sent that it answers was sent: see send_frame.
+  // The frame is here, so whatever this rank sent that it answers was sent (and its source read):
+  // see send_frame and frames_sent_.
   (void)frames_sending_.load(std::memory_order_acquire);
+  (void)frames_sent_.load(std::memory_order_acquire);
   // Nothing of a frame that fails a check is written; the connection is closed so the sender
   // learns of it, and the communicator aborts.
   auto reject = [&](const char* why) {

@@ -250,6 +250,11 @@ class Proxy {
   /// Frames the sender thread has begun to send (released before each send, acquired by the
   /// receiver before it applies a frame; see send_loop).
   std::atomic<std::uint64_t> frames_sending_{0};
+  /// Frames any sending thread has sent (released after each send, once its source was read;
+  /// acquired by every receiving thread before it applies a frame): a peer's answer to a frame
+  /// (a collective's consumption signal) may let device code here overwrite that frame's source
+  /// (an outbox sub-slot), which the receiving thread's release of the signal then follows.
+  std::atomic<std::uint64_t> frames_sent_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> failed_{false};
   mutable std::mutex error_mutex_;

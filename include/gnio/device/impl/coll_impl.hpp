@@ -15,10 +15,10 @@
 //    consumed, and a sender drains its pipes (all consumed) before the call ends, so every call
 //    starts with empty pipes. A pipe to a peer on another node is the same protocol carried by
 //    the proxies through their landing regions (host memory, CollChannel::land_in/land_out): a
-//    message is written into this rank's outbox and sent with put_signal (data, then the head
-//    word in the receiver's inbox), its consumption comes back as a signal on the tail word in
-//    the sender's inbox; its message numbers run on from call to call (land_count), so it is not
-//    drained at the end of a call.
+//    message is written into its sub-slot of this rank's outbox and sent with put_signal (data,
+//    then the head word in the receiver's inbox), its consumption comes back as a signal on the
+//    tail word in the sender's inbox; its message numbers run on from call to call
+//    (land_count), so it is not drained at the end of a call.
 #pragma once
 
 #include "gnio/device/coll.hpp"
@@ -493,9 +493,11 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
 /// The sending end of this worker's pipe to member d: message i goes into sub-slot i % depth of
 /// this rank's area in d's scratch once d consumed message i - depth. To a peer on another node
 /// the pipe runs through the proxies' landing regions instead, with no GPU work on the way: the
-/// group writes the message into this worker's outbox slot (host memory), this rank's proxy sends
-/// it from there into the sub-slot of d's inbox and sets the head word there; d's consumption
-/// comes back as the tail word in this rank's inbox. Such a pipe also runs on from call to call
+/// group writes the message into sub-slot i % depth of this worker's outbox (host memory), this
+/// rank's proxy sends it from there into the same sub-slot of d's inbox and sets the head word
+/// there; d's consumption comes back as the tail word in this rank's inbox. The post does not
+/// wait for the proxy: d consumed message i - depth only after the proxy sent it, so the wait for
+/// room covers the outbox sub-slot too. Such a pipe also runs on from call to call
 /// (message numbers count every call's messages, kept in CollChannel::land_count), so a call ends
 /// without waiting for the network round trip of its last message's consumption: the next call
 /// waits for it only when it needs that sub-slot.
@@ -504,7 +506,7 @@ struct PipeOut {
   CollCall<Coop>* c = nullptr;
   int d = 0;
   std::uint64_t e = 0, sent = 0;
-  char* base = nullptr;      ///< d's sub-slots (p2p) or this worker's outbox slot (proxied)
+  char* base = nullptr;      ///< d's sub-slots (p2p) or this worker's outbox sub-slots (proxied)
   std::uint64_t remote = 0;  ///< offset of this rank's sub-slots in d's scratch (proxied: inbox)
   bool proxied = false;
   std::uint64_t* count = nullptr;  ///< proxied: messages to d in earlier calls (this worker)
@@ -518,7 +520,8 @@ struct PipeOut {
         ch.pipe_chunk;
     remote = proxied ? mine : ch.pipe.offset + mine;
     base = proxied ? ch.land_out +
-                         (static_cast<std::uint64_t>(call.slot(dst)) * ch.pipe_blocks + call.w) *
+                         ((static_cast<std::uint64_t>(call.slot(dst)) * ch.pipe_blocks + call.w) *
+                          ch.pipe_depth) *
                              ch.pipe_chunk
                    : call.cc.dc.peer_ptr(ch.pipe, call.world(dst)) + mine;
     if (proxied) {
@@ -541,7 +544,7 @@ struct PipeOut {
     const CollChannel& ch = c->cc.ch;
     const std::uint64_t i = before + sent;
     if (i >= ch.pipe_depth) wait_consumed(i - ch.pipe_depth + 1);
-    return proxied ? base : base + (i % ch.pipe_depth) * ch.pipe_chunk;
+    return base + (i % ch.pipe_depth) * ch.pipe_chunk;
   }
   /// After the group barrier that follows the writes: publishes the message (`bytes` of it).
   /// Called by every member of the group.
@@ -555,15 +558,15 @@ struct PipeOut {
     }
     // Only a leader whose waits succeeded posts: after a failure the waits return at once, and
     // d may still be reading the sub-slot (the p2p path skips its stores the same way).
-    // Blocking (returns to the group once the proxy has read and sent the slot), so the group
-    // may refill the slot at once. The receiver's consumption (tail) implies as much, but it
-    // travels back through another thread and the network, which order nothing for this rank's
-    // memory model (ThreadSanitizer saw the refill race the proxy's read); the ring's consumed
-    // counter does.
-    ProxyDesc desc = proxy_desc(ProxyOp::PutSignal, c->world(d), base, remote + at, bytes,
+    // Without waiting for the proxy to send it: the group refills this outbox sub-slot only once
+    // d consumed this message (acquire()), which d's proxy signals after this rank's proxy sent
+    // it. (That chain runs through two proxy threads and the network; the proxy carries it in
+    // the memory model too: a receiving thread acquires what every sending thread released after
+    // its sends before it applies a landing signal.)
+    ProxyDesc desc = proxy_desc(ProxyOp::PutSignal, c->world(d), base + at, remote + at, bytes,
                                 c->land_flag(false, c->me), before + sent, SignalOp::Set);
     desc.flags = c->land_desc_flags(true);
-    c->cc.dc.template proxy_put<Coop>(desc, true, c->name, c->site, c->st == Status::Ok);
+    c->cc.dc.template proxy_put<Coop>(desc, false, c->name, c->site, c->st == Status::Ok);
   }
   /// Ends the call's use of the pipe. p2p: waits until d consumed every message (so the next call
   /// starts with an empty pipe); proxied: records how many messages went (the next call goes on
@@ -790,26 +793,35 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
     slice(j, &lo, &hi);
     const char* rslot = (what & kRecv) ? pi.wait() : nullptr;
     char* sslot = (what & kSend) ? po.acquire() : nullptr;
+    // kUnroll units per thread are loaded before any is combined or stored, so that their loads
+    // are in flight together (a message from another node is read from host memory, over the
+    // bus: one load's latency per unit would bound the pipe).
+    constexpr int kUnroll = 4;
     if (c.st == Status::Ok)
-      for (std::size_t u = lo + gr; u < hi; u += gs) {
-        Pack v;
-        if constexpr (!std::is_same_v<Op, CopyOp>) {
-          if ((what & kRecv) && (what & kMine)) {
-            Accum<T, Op> acc{};
-            acc.init(load_pack(rslot + (u - lo) * kUnit));
-            acc.add(load_unit(mine.in, u, mine.valid));
-            v = acc.out();
-          } else if (what & kRecv) {
-            v = load_pack(rslot + (u - lo) * kUnit);
-          } else {
-            v = load_unit(mine.in, u, mine.valid);
-          }
-        } else {
-          v = (what & kRecv) ? load_pack(rslot + (u - lo) * kUnit)
-                             : load_unit(mine.in, u, mine.valid);
+      for (std::size_t u0 = lo + gr; u0 < hi; u0 += std::size_t{gs} * kUnroll) {
+        Pack r[kUnroll], m[kUnroll];
+        GNIO_UNROLL
+        for (int k = 0; k < kUnroll; ++k) {
+          const std::size_t u = u0 + k * std::size_t{gs};
+          r[k] = (what & kRecv) && u < hi ? load_pack(rslot + (u - lo) * kUnit) : Pack{0, 0};
+          m[k] = (what & kMine) && u < hi ? load_unit(mine.in, u, mine.valid) : Pack{0, 0};
         }
-        if (what & kStore) store_unit(store.out, u, store.valid, v);
-        if (what & kSend) store_pack(sslot + (u - lo) * kUnit, v);
+        GNIO_UNROLL
+        for (int k = 0; k < kUnroll; ++k) {
+          const std::size_t u = u0 + k * std::size_t{gs};
+          if (u >= hi) break;
+          Pack v = (what & kRecv) ? r[k] : m[k];
+          if constexpr (!std::is_same_v<Op, CopyOp>) {
+            if ((what & kRecv) && (what & kMine)) {
+              Accum<T, Op> acc{};
+              acc.init(r[k]);
+              acc.add(m[k]);
+              v = acc.out();
+            }
+          }
+          if (what & kStore) store_unit(store.out, u, store.valid, v);
+          if (what & kSend) store_pack(sslot + (u - lo) * kUnit, v);
+        }
       }
     c.g.sync();
     if (what & kSend) po.post((hi - lo) * kUnit);
@@ -938,22 +950,55 @@ GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
       const char* base = m < kCache ? cached[m] : message(m, j);
       return m == me ? load_unit(base, u, a.bytes) : load_pack(base + (u - lo) * kUnit);
     };
+    // kUnroll units per thread and member are loaded together (messages from other nodes are
+    // read from host memory, over the bus), then combined in team order.
+    constexpr int kUnroll = 4;
+    const std::size_t step = std::size_t{gs} * kUnroll;
     if (c.st == Status::Ok) {
       if constexpr (!std::is_same_v<Op, CopyOp>) {
         if (!reduce || me == a.root)
-          for (std::size_t u = lo + gr; u < hi; u += gs) {
-            Accum<T, Op> acc{};
-            acc.init(at(0, u));
-            for (int m = 1; m < n; ++m) acc.add(at(m, u));
-            store_unit(a.out, u, a.bytes, acc.out());
+          for (std::size_t u0 = lo + gr; u0 < hi; u0 += step) {
+            Accum<T, Op> acc[kUnroll] = {};
+            for (int m = 0; m < n; ++m) {
+              Pack p[kUnroll];
+              GNIO_UNROLL
+              for (int k = 0; k < kUnroll; ++k) {
+                const std::size_t u = u0 + k * std::size_t{gs};
+                p[k] = u < hi ? at(m, u) : Pack{0, 0};
+              }
+              GNIO_UNROLL
+              for (int k = 0; k < kUnroll; ++k) {
+                if (m == 0)
+                  acc[k].init(p[k]);
+                else
+                  acc[k].add(p[k]);
+              }
+            }
+            GNIO_UNROLL
+            for (int k = 0; k < kUnroll; ++k) {
+              const std::size_t u = u0 + k * std::size_t{gs};
+              if (u < hi) store_unit(a.out, u, a.bytes, acc[k].out());
+            }
           }
       } else {
         for (int m = 0; m < n; ++m) {
           if (m != me && !sends(m, me)) continue;
-          if (m == me && (bcast ? me != a.root : false)) continue;
+          if (m == me && bcast && me != a.root) continue;
           char* dst = output_of(m);
           if (m == me && dst == input_for(me)) continue;
-          for (std::size_t u = lo + gr; u < hi; u += gs) store_unit(dst, u, a.bytes, at(m, u));
+          for (std::size_t u0 = lo + gr; u0 < hi; u0 += step) {
+            Pack p[kUnroll];
+            GNIO_UNROLL
+            for (int k = 0; k < kUnroll; ++k) {
+              const std::size_t u = u0 + k * std::size_t{gs};
+              p[k] = u < hi ? at(m, u) : Pack{0, 0};
+            }
+            GNIO_UNROLL
+            for (int k = 0; k < kUnroll; ++k) {
+              const std::size_t u = u0 + k * std::size_t{gs};
+              if (u < hi) store_unit(dst, u, a.bytes, p[k]);
+            }
+          }
         }
       }
     }
