@@ -27,7 +27,8 @@
 #   net-socks  allreduce through the proxy with GNIO_NET_NSOCKS from NET_NSOCKS_LIST (default
 #              "1 4 8"), sizes NET_SOCKS_MIN..NET_SOCKS_MAX (4M..64M), beside NCCL over sockets;
 #              then allreduce with ring forced (8 B..256 KiB, the one-hop oneshot's baseline) and
-#              one 64 MiB put's bandwidth (NET_PUT_MAX) per connection count
+#              a 64 MiB put's bandwidth (NET_PUT_MAX) per connection count, split over
+#              NET_PUT_BLOCKS blocks (default "1 16")
 #   crash-4x2  the RMA barrier tests on 4 ranks as 2 nodes, with a crashing rank's stack resolved
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
@@ -144,10 +145,12 @@ run_step() {
           NCCL_SHM_DISABLE=1 NCCL_NET=Socket "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- \
           "$P" coll --coll allreduce -b "${NET_SOCKS_MIN:-4M}" -e "${NET_SOCKS_MAX:-64M}" -f 4 \
           --inplace 0 --vs-nccl --json "$r/net/allreduce-tcp-socks$ns.json"
-        step "net-put-socks$ns" env GNIO_NET=tcp GNIO_NET_NSOCKS=$ns "$R" -n 2 --nodes 2 \
-          --timeout "${NET_TIMEOUT:-300}" -- "$P" rma --op put --scope block --mode bw \
-          -b "${NET_PUT_MAX:-64M}" -e "${NET_PUT_MAX:-64M}" --reps 3 \
-          --json "$r/net/put-tcp-socks$ns.json"
+        for nb in ${NET_PUT_BLOCKS:-1 16}; do
+          step "net-put-socks$ns-b$nb" env GNIO_NET=tcp GNIO_NET_NSOCKS=$ns "$R" -n 2 --nodes 2 \
+            --timeout "${NET_TIMEOUT:-300}" -- "$P" rma --op put --scope block --mode bw \
+            --blocks "$nb" -b "${NET_PUT_MAX:-64M}" -e "${NET_PUT_MAX:-64M}" --reps 3 \
+            --json "$r/net/put-tcp-socks$ns-b$nb.json"
+        done
       done
       step net-ar-ring env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- \
         "$P" coll --coll allreduce -b 8 -e 256K -f 4 --inplace 0 --algo ring \
