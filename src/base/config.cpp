@@ -146,7 +146,7 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_COLL_ONESHOT_MAX", ConfigType::Size, "256K",
      "auto: oneshot up to this, twoshot above (every collective but reduce_scatter, which stays "
      "oneshot, and alltoallv, which is ring)"},
-    {"GNIO_COLL_REMOTE_ONESHOT_MAX", ConfigType::Size, "256K",
+    {"GNIO_COLL_REMOTE_ONESHOT_MAX", ConfigType::Size, "64K",
      "auto on a team that spans nodes: oneshot (every input sent to every member through the "
      "pipes, one network hop) up to this, ring above"},
     {"GNIO_COLL_BLOCKS", ConfigType::Int, "0",
