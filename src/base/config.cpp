@@ -68,7 +68,12 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_NET_NSOCKS", ConfigType::Int, "4",
      "tcp connections per pair of ranks on different nodes (1..16, the same on every rank): the "
      "first carries the device API's operations (in order, so fence and quiet hold), the others "
-     "the collectives' pipes, spread by pipe, each with its own sending and receiving thread"},
+     "the collectives' pipes, spread by pipe, and the pieces of large puts "
+     "(GNIO_NET_STRIPE_MIN), each with its own sending and receiving thread"},
+    {"GNIO_NET_STRIPE_MIN", ConfigType::Size, "4M",
+     "a put into another node's heap of at least this many bytes is split over the connections "
+     "past the first (GNIO_NET_NSOCKS > 1), sent and landed by their threads in parallel; the "
+     "proxy takes no later operation until every piece is in place"},
     {"GNIO_PROXY_SLOTS", ConfigType::Int, "256",
      "proxy command ring: descriptors in flight per communicator (a power of two, 2..65536); a "
      "device thread that finds it full waits for a credit"},

@@ -183,6 +183,82 @@ TEST(Net, FenceOrdersPutBeforeSignal) {
 /// A descriptor whose range runs past the end of the target's heap (the sender's own check
 /// bypassed by posting to the ring directly) is rejected by the receiver: nothing is written,
 /// the connection closes, both communicators report RemoteError.
+/// A put large enough to be split over the connections past the first (GNIO_NET_STRIPE_MIN, 4M)
+/// keeps its place among the operations to its peer: a fenced smaller put over part of it lands
+/// after it, a striped put_signal's signal comes after all of its pieces, and a get after quiet()
+/// reads everything the striped puts wrote.
+TEST(Net, StripedPutsKeepTheirOrder) {
+  gnio::Comm& c = comm();
+  constexpr std::size_t kBytes = (12u << 20) + 4097;  // above the default stripe size, odd
+  constexpr std::size_t kPatch = 5000, kPatchAt = (3u << 20) + 3;
+  SymPtr<std::uint8_t> a = c.alloc<std::uint8_t>(kBytes);
+  SymPtr<std::uint8_t> b = c.alloc<std::uint8_t>(kBytes);
+  SymPtr<std::uint64_t> sig = c.alloc<std::uint64_t>(1);
+  auto* src = static_cast<std::uint8_t*>(c.alloc_device(kBytes));
+  auto* patch = static_cast<std::uint8_t*>(c.alloc_device(kPatch));
+  auto* back = static_cast<std::uint8_t*>(c.alloc_device(kBytes));
+  auto* wrong = static_cast<std::uint64_t*>(c.alloc_device(3 * 8));
+  std::vector<std::uint8_t> host(kBytes);
+  for (std::size_t i = 0; i < kBytes; ++i) host[i] = pattern_byte(c.rank(), i, 21);
+  gnio_test::to_device(src, host.data(), kBytes);
+  for (std::size_t i = 0; i < kPatch; ++i) host[i] = pattern_byte(c.rank(), i, 22);
+  gnio_test::to_device(patch, host.data(), kPatch);
+  std::vector<std::uint8_t> poison(kBytes, kPoison);
+  gnio_test::to_device(c.local(a), poison.data(), kBytes);
+  gnio_test::to_device(c.local(b), poison.data(), kBytes);
+  gnio_test::to_device(back, poison.data(), kBytes);
+  const std::uint64_t zeros[3] = {0, 0, 0};
+  gnio_test::to_device(c.local(sig), zeros, 8);
+  gnio_test::to_device(wrong, zeros, 3 * 8);
+  c.bootstrap().barrier();
+  DeviceComm dc = c.device_comm();
+  const int me = c.rank(), peer = 1 - me;
+  gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
+    dc.put_nbi(a, src, kBytes, peer);
+    dc.fence(peer);
+    dc.put_nbi(a + static_cast<std::ptrdiff_t>(kPatchAt), patch, kPatch, peer);
+    dc.put_signal(b, src, kBytes, sig, 7, SignalOp::Set, peer);
+    dc.quiet();
+    // Everything this rank wrote into the peer's `a` is in place: read it back.
+    dc.get(back, a, kBytes, peer);
+    std::uint64_t bad_back = 0;
+    for (std::size_t i = 0; i < kBytes; ++i) {
+      const bool patched = i >= kPatchAt && i < kPatchAt + kPatch;
+      bad_back +=
+          back[i] != (patched ? pattern_byte(me, i - kPatchAt, 22) : pattern_byte(me, i, 21));
+    }
+    wrong[0] = bad_back;
+    // The peer's put_signal into this rank's `b`: all of it once its signal is seen.
+    if (dc.wait_signal(sig, Cmp::Eq, 7) != gnio::Status::Ok) return;
+    std::uint64_t bad_b = 0;
+    for (std::size_t i = 0; i < kBytes; ++i) bad_b += dc.local(b)[i] != pattern_byte(peer, i, 21);
+    wrong[1] = bad_b;
+    (void)dc.barrier(dc.world());
+    // And the peer's writes into this rank's `a`, in their order.
+    std::uint64_t bad_a = 0;
+    for (std::size_t i = 0; i < kBytes; ++i) {
+      const bool patched = i >= kPatchAt && i < kPatchAt + kPatch;
+      bad_a += dc.local(a)[i] !=
+               (patched ? pattern_byte(peer, i - kPatchAt, 22) : pattern_byte(peer, i, 21));
+    }
+    wrong[2] = bad_a;
+  });
+  c.synchronize(stream());
+  std::uint64_t bad[3] = {1, 1, 1};
+  gnio_test::to_host(bad, wrong, 3 * 8);
+  EXPECT_EQ(bad[0], 0u) << "get after quiet";
+  EXPECT_EQ(bad[1], 0u) << "put_signal's data when its signal is seen";
+  EXPECT_EQ(bad[2], 0u) << "fenced put after a striped one";
+  c.bootstrap().barrier();
+  c.free_device(wrong);
+  c.free_device(back);
+  c.free_device(patch);
+  c.free_device(src);
+  c.free(sig);
+  c.free(b);
+  c.free(a);
+}
+
 TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
   gnio::Comm& c = comm();
   DeviceComm dc = c.device_comm();

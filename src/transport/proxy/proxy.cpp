@@ -75,11 +75,9 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
   const std::string staging = config_text("GNIO_PROXY_STAGING");
   GNIO_REQUIRE(staging == "auto" || staging == "always",
                "GNIO_PROXY_STAGING='%s' is not one of auto, always", staging.c_str());
-  const bool direct = backend_.kind() == platform::BackendKind::Host && staging == "auto";
-  const std::size_t chunk = config_size("GNIO_PROXY_CHUNK");
-  send_staging_ = std::make_unique<Staging>(backend_, Staging::Direction::Outbound, direct, chunk);
-  receive_staging_ =
-      std::make_unique<Staging>(backend_, Staging::Direction::Inbound, direct, chunk);
+  direct_ = backend_.kind() == platform::BackendKind::Host && staging == "auto";
+  chunk_ = config_size("GNIO_PROXY_CHUNK");
+  stripe_min_ = config_size("GNIO_NET_STRIPE_MIN");
   const long long spin_us = config_int("GNIO_PROXY_SPIN_US");
   GNIO_REQUIRE(spin_us >= -1, "GNIO_PROXY_SPIN_US=%lld is not -1 (auto) or a duration", spin_us);
   stats_ = config_bool("GNIO_PROXY_STATS");
@@ -101,7 +99,11 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
   replies_queued_.assign(static_cast<std::size_t>(size), 0);
   for (int r = 0; r < size; ++r) replies_sent_[r] = 0;
   lane_.resize(static_cast<std::size_t>(lanes_));
-  for (int l = 1; l < lanes_; ++l) lane_[l] = std::make_unique<Lane>();
+  for (int l = 0; l < lanes_; ++l) lane_[l] = std::make_unique<Lane>();
+  // Lane 0's stagings serve every operation; the other lanes make theirs when a striped put
+  // first reaches them (collectives' frames need none).
+  lane_[0]->outbound = staging_for(Staging::Direction::Outbound);
+  lane_[0]->inbound = staging_for(Staging::Direction::Inbound);
   sender_ = std::thread([this] { run_guarded("sender", [this] { send_loop(); }); });
   receiver_ = std::thread([this] { run_guarded("receiver", [this] { receive_loop(0); }); });
   for (int l = 1; l < lanes_; ++l) {
@@ -124,20 +126,23 @@ Proxy::~Proxy() {
   if (receiver_.joinable()) receiver_.join();
   for (int l = 1; l < lanes_; ++l)
     if (lane_[l]->receiver.joinable()) lane_[l]->receiver.join();
-  if (stats_) {
-    std::fprintf(stderr, "gnio proxy stats, rank %d: %s; %s; %s\n", rank_,
-                 send_time_.describe("send").c_str(), receive_time_.describe("receive").c_str(),
-                 deliver_time_.describe("deliver").c_str());
-    for (int l = 1; l < lanes_; ++l)
-      std::fprintf(stderr, "gnio proxy stats, rank %d, lane %d: %s; %s\n", rank_, l,
-                   lane_[l]->send_time.describe("send").c_str(),
-                   lane_[l]->receive_time.describe("receive").c_str());
+  for (int l = 0; l < lanes_; ++l) {
+    Lane& ln = *lane_[l];
+    if (stats_)
+      std::fprintf(stderr, "gnio proxy stats, rank %d, connection %d: %s; %s; %s\n", rank_, l,
+                   ln.send_time.describe("send").c_str(),
+                   ln.receive_time.describe("receive").c_str(),
+                   ln.deliver_time.describe("deliver").c_str());
+    ln.outbound.reset();
+    ln.inbound.reset();
   }
-  send_staging_.reset();
-  receive_staging_.reset();
   for (void* m : landing_memory_) backend_.free_host_mapped(m);
   backend_.free_device(handle_.tail);
   backend_.free_host_mapped(ring_memory_);
+}
+
+std::unique_ptr<Staging> Proxy::staging_for(Staging::Direction direction) const {
+  return std::make_unique<Staging>(backend_, direction, direct_, chunk_);
 }
 
 Proxy::Landing Proxy::add_landing(std::uint64_t inbox_bytes, std::uint64_t outbox_bytes) {
@@ -248,14 +253,34 @@ void Proxy::send_loop() {
   std::vector<std::uint64_t> acks_sent(connections, 0), acks_seen(connections, 0);
   // Tickets per connection (at(peer, lane)) awaiting the peer's ack.
   std::vector<std::deque<std::uint64_t>> in_flight(connections);
-  std::deque<bool> finished;  // tickets done_base.. in order
-  // Tickets head.. in order: sent by this thread (lane 0) or handed to a lane as its frame `seq`
-  // (sent once the lane's count passes it).
+  // Tickets done_base.. in order: the acks (or the answer) each still waits for; 0 = done.
+  std::deque<std::uint32_t> owed;
+  // Frames of tickets head.. in order: sent by this thread (lane 0) or handed to a lane as its
+  // frame `seq` (sent once the lane's count passes it). The head moves by `advance` as each is
+  // passed: 1, except for the pieces of a striped put, of which only the last moves it.
   struct Handed {
     int lane;
     std::uint64_t seq;
+    std::uint64_t advance;
   };
   std::deque<Handed> handed;
+  // A heap put of at least GNIO_NET_STRIPE_MIN bytes goes out in pieces, one per lane past the
+  // first, sent in parallel by their threads. Until every piece is acked no later descriptor is
+  // taken, so the put keeps its place in the order of everything this rank sends (what fence()
+  // and put_signal rely on); its signal then follows on lane 0.
+  struct Striped {
+    bool active = false;
+    int peer = 0;
+    std::uint64_t ticket = 0;
+    bool signal = false;
+    Frame signal_frame{};
+  };
+  Striped striped;
+  // Gets and atomics of this rank not yet answered, per peer (and each one's peer): a put is not
+  // striped to a peer that still owes an answer, because the target could apply the pieces
+  // (received on other lanes) before it reads or updates what the request names.
+  std::vector<std::uint32_t> unanswered(size, 0);
+  std::unordered_map<std::uint64_t, int> asked;
   std::uint64_t next = 0, head = 0, done_base = 0;
   unsigned idle = 0;
   auto last_work = std::chrono::steady_clock::now();
@@ -268,7 +293,7 @@ void Proxy::send_loop() {
   // buffer), so it skips the staging copies.
   auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes,
                         bool host_data = false) {
-    Staging& staging = host_data ? direct_staging : *send_staging_;
+    Staging& staging = host_data ? direct_staging : *lane_[0]->outbound;
     int err = 0;
     const int fd = mesh_.fd(peer);
     // A frame can make the peer answer with data this rank's receiver writes into memory that
@@ -310,8 +335,21 @@ void Proxy::send_loop() {
   while (!stop_.load(std::memory_order_acquire)) {
     bool busy = false;
     if (!failed()) {
+      if (striped.active) {
+        const std::uint32_t left =
+            striped.ticket < done_base ? 0 : owed[striped.ticket - done_base];
+        if (striped.signal && left == 1) {  // every piece is in place at the target
+          if (send_frame(striped.peer, striped.signal_frame, nullptr, 0))
+            in_flight[at(striped.peer, 0)].push_back(striped.ticket);
+          striped.active = false;
+          busy = true;
+        } else if (!striped.signal && left == 0) {
+          striped.active = false;
+          busy = true;
+        }
+      }
       ProxyDesc* slot = handle_.slots + (next & mask);
-      if (dev::atomic_load(&slot->seq, dev::Order::Acquire) == next + 1) {
+      if (!striped.active && dev::atomic_load(&slot->seq, dev::Order::Acquire) == next + 1) {
         const Clock::time_point seen = stats_ ? Clock::now() : Clock::time_point{};
         const int peer = slot->peer;
         const bool data = slot->op == static_cast<std::uint32_t>(ProxyOp::Put) ||
@@ -333,7 +371,10 @@ void Proxy::send_loop() {
         const int lane = f.region != 0 && lanes_ > 1 && (!data || host_source || inline_data)
                              ? lane_of(slot->sig_offset)
                              : 0;
-        Handed handoff{0, 0};
+        const bool stripe = lanes_ > 1 && data && f.region == 0 && !inline_data && !host_source &&
+                            slot->bytes >= stripe_min_ && peer >= 0 && peer < size &&
+                            unanswered[peer] == 0;
+        Handed handoff{0, 0, 1};
         if (host_source && !in_outbox(slot->src, slot->bytes)) {
           fail_transport(
               format("rank %d: proxy descriptor %llu sends %llu bytes from 0x%llx, "
@@ -357,28 +398,65 @@ void Proxy::send_loop() {
                              : inline_data ? handle_.inline_data + (next & mask) * kProxyInlineBytes
                                            : reinterpret_cast<const void*>(slot->src);
           const std::uint64_t bytes = data ? slot->bytes : 0;
-          if (lane > 0) {
-            Lane& l = *lane_[static_cast<std::size_t>(lane)];
+          // Hands a frame to lane `l`; the Handed entry that says when it was sent.
+          auto hand = [&](int l, const Frame& frame, const void* src, std::uint64_t n,
+                          bool staged) {
+            Lane& ln = *lane_[static_cast<std::size_t>(l)];
+            Handed h{l, 0, 1};
             {
-              std::lock_guard<std::mutex> lock(l.mutex);
-              l.queue.push_back(LaneFrame{peer, f, from, bytes, seen});
-              handoff = Handed{lane, l.queued.load(std::memory_order_relaxed)};
-              l.queued.fetch_add(1, std::memory_order_release);
+              std::lock_guard<std::mutex> lock(ln.mutex);
+              ln.queue.push_back(LaneFrame{peer, frame, src, n, staged, seen});
+              h.seq = ln.queued.load(std::memory_order_relaxed);
+              ln.queued.fetch_add(1, std::memory_order_release);
             }
-            l.wake.notify_one();
-            in_flight[at(peer, lane)].push_back(next);
-            finished.push_back(false);
+            ln.wake.notify_one();
+            in_flight[at(peer, l)].push_back(next);
+            return h;
+          };
+          if (stripe) {
+            const std::uint64_t pieces = static_cast<std::uint64_t>(lanes_ - 1);
+            const std::uint64_t piece =
+                ((bytes + pieces - 1) / pieces + 4095) & ~std::uint64_t{4095};
+            std::uint32_t count = 0;
+            for (std::uint64_t i = 0; i * piece < bytes; ++i) {
+              Frame pf = f;
+              pf.type = static_cast<std::uint32_t>(ProxyOp::Put);
+              pf.dst_offset = f.dst_offset + i * piece;
+              pf.bytes = std::min(piece, bytes - i * piece);
+              pf.sig_offset = pf.value = 0;
+              pf.sig_op = 0;
+              Handed h = hand(1 + static_cast<int>(i), pf,
+                              static_cast<const char*>(from) + i * piece, pf.bytes, true);
+              h.advance = 0;
+              handed.push_back(h);
+              ++count;
+            }
+            handed.back().advance = 1;
+            const bool signal = slot->op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
+            owed.push_back(count + (signal ? 1 : 0));
+            striped =
+                Striped{true, peer, next, signal,
+                        Frame{kFrameMagic, static_cast<std::uint32_t>(ProxyOp::Signal), token_, 0,
+                              0, slot->sig_offset, slot->value, slot->sig_op, 0, 0}};
+            handoff.advance = 0;  // the pieces' entries move the head
+          } else if (lane > 0) {
+            handoff = hand(lane, f, from, bytes, false);
+            owed.push_back(1);
           } else {
             if (send_frame(peer, f, from, bytes, inline_data || host_source)) {
               if (!request) in_flight[at(peer, 0)].push_back(next);
-              finished.push_back(false);
+              owed.push_back(1);
+              if (request) {
+                ++unanswered[peer];
+                asked[next] = peer;
+              }
             }
-            if (stats_) send_time_.add(Clock::now() - seen);
+            if (stats_) lane_[0]->send_time.add(Clock::now() - seen);
           }
         }
         // Consumed either way: the source was read (or never will be, or a lane reads it before
         // the head passes it), the slot is free.
-        handed.push_back(handoff);
+        if (handoff.advance) handed.push_back(handoff);
         ++next;
         busy = true;
       }
@@ -387,8 +465,8 @@ void Proxy::send_loop() {
       while (!handed.empty() && (handed.front().lane == 0 ||
                                  lane_[static_cast<std::size_t>(handed.front().lane)]->sent.load(
                                      std::memory_order_acquire) > handed.front().seq)) {
+        head += handed.front().advance;
         handed.pop_front();
-        ++head;
       }
       if (head != head_before) {
         dev::atomic_store(&ring_->head, head, dev::Order::Release);
@@ -407,7 +485,7 @@ void Proxy::send_loop() {
           }
           const std::uint64_t acked = peer_acked_[c].load(std::memory_order_acquire);
           while (acks_seen[c] < acked && !in_flight[c].empty()) {
-            finished[in_flight[c].front() - done_base] = true;
+            --owed[in_flight[c].front() - done_base];
             in_flight[c].pop_front();
             ++acks_seen[c];
             busy = true;
@@ -438,12 +516,16 @@ void Proxy::send_loop() {
         busy = true;
       }
       for (std::uint64_t t : answered) {
-        finished[t - done_base] = true;
+        --owed[t - done_base];
+        if (auto it = asked.find(t); it != asked.end()) {
+          --unanswered[it->second];
+          asked.erase(it);
+        }
         busy = true;
       }
       const std::uint64_t before = done_base;
-      while (!finished.empty() && finished.front()) {
-        finished.pop_front();
+      while (!owed.empty() && owed.front() == 0) {
+        owed.pop_front();
         ++done_base;
       }
       // Tickets whose frame could not be sent are never finished: quiet() then ends on the abort.
@@ -512,10 +594,15 @@ void Proxy::lane_send_loop(int lane) {
     if (!failed()) {
       int err = 0;
       frames_sending_.fetch_add(1, std::memory_order_release);  // see send_loop's send_frame
-      if (bootstrap::send_all(mesh_.fd(lf.peer, lane), &lf.frame, sizeof(lf.frame), lf.data,
-                              static_cast<std::size_t>(lf.bytes), Deadline::after(timeout_s_),
-                              &err) != bootstrap::IoStatus::Ok &&
-          !stop_.load(std::memory_order_acquire))
+      const int fd = mesh_.fd(lf.peer, lane);
+      const Deadline deadline = Deadline::after(timeout_s_);
+      if (lf.staged && !l.outbound) l.outbound = staging_for(Staging::Direction::Outbound);
+      const bootstrap::IoStatus st =
+          lf.staged ? l.outbound->send(fd, &lf.frame, sizeof(lf.frame), lf.data,
+                                       static_cast<std::size_t>(lf.bytes), deadline, &err)
+                    : bootstrap::send_all(fd, &lf.frame, sizeof(lf.frame), lf.data,
+                                          static_cast<std::size_t>(lf.bytes), deadline, &err);
+      if (st != bootstrap::IoStatus::Ok && !stop_.load(std::memory_order_acquire))
         fail_transport(format("rank %d: tcp transport: sending to rank %d on connection %d failed "
                               "(%s); that rank failed or rejected an operation (see its log)",
                               rank_, lf.peer, lane, err ? std::strerror(err) : "timeout"),
@@ -542,14 +629,14 @@ void Proxy::receive_loop(int lane) {
   std::vector<pollfd> pfds;
   auto last_work = std::chrono::steady_clock::now();
   while (!stop_.load(std::memory_order_acquire) && !open.empty()) {
-    if (lane == 0) settle_deliveries();
+    settle_deliveries(lane);
     pfds.clear();
     for (int p : open) pfds.push_back(pollfd{mesh_.fd(p, lane), POLLIN, 0});
     // Without blocking while deliveries are in flight (their completion is polled here) and
     // within the spin window after the last frame; otherwise blocking, 50 ms at a time so that
     // stop_ is looked at.
     const auto now = std::chrono::steady_clock::now();
-    const bool spin = (lane == 0 && !delivering_.empty()) || now - last_work < spin_;
+    const bool spin = !lane_[lane]->delivering.empty() || now - last_work < spin_;
     const int n = ::poll(pfds.data(), pfds.size(), spin ? 0 : 50);
     if (n <= 0) {  // nothing, or EINTR
       if (spin) std::this_thread::yield();
@@ -564,14 +651,16 @@ void Proxy::receive_loop(int lane) {
   }
 }
 
-void Proxy::settle_deliveries() {
-  if (delivering_.empty()) return;
-  const std::uint64_t done = receive_staging_->completed();
+void Proxy::settle_deliveries(int lane) {
+  Lane& ln = *lane_[static_cast<std::size_t>(lane)];
+  if (ln.delivering.empty()) return;
+  // A lane without staging has only landing frames, in place once received.
+  const std::uint64_t done = ln.inbound ? ln.inbound->completed() : ~std::uint64_t{0};
   bool any = false;
-  while (!delivering_.empty() && delivering_.front().mark <= done) {
-    applied_[at(delivering_.front().peer, 0)].fetch_add(1, std::memory_order_release);
-    if (stats_) deliver_time_.add(Clock::now() - delivering_.front().queued);
-    delivering_.pop_front();
+  while (!ln.delivering.empty() && ln.delivering.front().mark <= done) {
+    applied_[at(ln.delivering.front().peer, lane)].fetch_add(1, std::memory_order_release);
+    if (stats_) ln.deliver_time.add(Clock::now() - ln.delivering.front().queued);
+    ln.delivering.pop_front();
     any = true;
   }
   if (any) nudge_sender();  // it owes those peers acks
@@ -579,6 +668,7 @@ void Proxy::settle_deliveries() {
 
 bool Proxy::receive_frame(int peer, int lane) {
   const int fd = mesh_.fd(peer, lane);
+  Lane& ln = *lane_[static_cast<std::size_t>(lane)];
   const Deadline deadline = Deadline::after(timeout_s_);
   Frame f{};
   int err = 0;
@@ -613,11 +703,13 @@ bool Proxy::receive_frame(int peer, int lane) {
   const Landing* land = f.region ? landing(f.region) : nullptr;
   const FrameVerdict v = check_frame(f, token_, heap_bytes_.load(std::memory_order_acquire),
                                      land ? land->inbox_bytes : 0);
-  // Lanes past the first carry landing-region frames only (the sender keeps everything else on
-  // lane 0, where its order with the other operations holds).
+  // Lanes past the first carry landing-region frames and the pieces of striped puts (data
+  // without a signal) only: the sender keeps everything else on lane 0, where its order with the
+  // other operations holds.
   if (lane > 0 && v.kind != FrameKind::Invalid && v.kind != FrameKind::Bye &&
-      (f.region == 0 || !(v.has_data() || v.has_signal())))
-    return reject("a frame other than a landing region's on a collectives connection");
+      !(f.region != 0 && (v.has_data() || v.has_signal())) &&
+      !(f.region == 0 && v.kind == FrameKind::Put))
+    return reject("a frame other than a landing region's or a put piece on a lane");
   switch (v.kind) {
     case FrameKind::Invalid: return reject(v.why);
     case FrameKind::Bye: said_bye_[at(peer, lane)].store(true); return false;
@@ -633,7 +725,7 @@ bool Proxy::receive_frame(int peer, int lane) {
   if (v.kind == FrameKind::Get || v.kind == FrameKind::Atomic) {
     // The puts this peer sent before are in place before a get reads (or an atomic updates)
     // what they wrote.
-    if (!receive_staging_->settle(deadline)) {
+    if (!ln.inbound->settle(deadline)) {
       fail_transport(
           format("rank %d: proxy: the data of earlier puts did not land within %.0f s "
                  "(the GPU did not run the proxy's copies)",
@@ -664,9 +756,9 @@ bool Proxy::receive_frame(int peer, int lane) {
     if (get) {
       // The asker's ticket is done (and its device reads the data) only once it is in place.
       std::uint64_t mark = 0;
-      if (receive_staging_->receive(fd, reinterpret_cast<char*>(addr), f.bytes, nullptr, deadline,
-                                    &err, &mark) != bootstrap::IoStatus::Ok ||
-          !receive_staging_->settle(deadline)) {
+      if (ln.inbound->receive(fd, reinterpret_cast<char*>(addr), f.bytes, nullptr, deadline, &err,
+                              &mark) != bootstrap::IoStatus::Ok ||
+          !ln.inbound->settle(deadline)) {
         fail_transport(
             format("rank %d: tcp transport: the data of a get from rank %d did not "
                    "arrive (%s)",
@@ -691,8 +783,9 @@ bool Proxy::receive_frame(int peer, int lane) {
   // Data, then the signal after it with release order (a rank that sees the new signal value also
   // sees the data); the peer's ack waits until both are in place (settle_deliveries).
   bootstrap::IoStatus io = bootstrap::IoStatus::Ok;
-  // (The receiving Staging is lane 0's alone; lanes past it see landing frames only.)
-  std::uint64_t mark = lane == 0 ? receive_staging_->issued() : 0;
+  // A lane past the first makes its staging at its first put piece.
+  if (!land && !ln.inbound) ln.inbound = staging_for(Staging::Direction::Inbound);
+  std::uint64_t mark = ln.inbound ? ln.inbound->issued() : 0;
   if (land) {
     // A landing inbox is host memory: the data straight from the socket, then the signal, no GPU
     // work. Acked in order with this peer's earlier frames: once the deliveries queued before it
@@ -705,8 +798,8 @@ bool Proxy::receive_frame(int peer, int lane) {
   } else {
     const Staging::Signal signal{reinterpret_cast<std::uint64_t*>(heap_base_ + f.sig_offset),
                                  signal_word_op(f), f.value};
-    io = receive_staging_->receive(fd, heap_base_ + f.dst_offset, v.has_data() ? f.bytes : 0,
-                                   v.has_signal() ? &signal : nullptr, deadline, &err, &mark);
+    io = ln.inbound->receive(fd, heap_base_ + f.dst_offset, v.has_data() ? f.bytes : 0,
+                             v.has_signal() ? &signal : nullptr, deadline, &err, &mark);
   }
   if (io != bootstrap::IoStatus::Ok) {
     fail_transport(
@@ -716,16 +809,9 @@ bool Proxy::receive_frame(int peer, int lane) {
     return false;
   }
   const Clock::time_point queued = stats_ ? Clock::now() : Clock::time_point{};
-  if (stats_)
-    (lane > 0 ? lane_[static_cast<std::size_t>(lane)]->receive_time : receive_time_)
-        .add(queued - arrived);
-  if (lane > 0) {  // a landing frame: in place already, and nothing else is acked on this lane
-    applied_[at(peer, lane)].fetch_add(1, std::memory_order_release);
-    nudge_sender();
-    return true;
-  }
-  delivering_.push_back(Delivering{mark, peer, queued});
-  settle_deliveries();
+  if (stats_) ln.receive_time.add(queued - arrived);
+  ln.delivering.push_back(Delivering{mark, peer, queued});
+  settle_deliveries(lane);
   return true;
 }
 
@@ -756,8 +842,8 @@ std::uint64_t Proxy::apply_atomic(const Frame& f) {
     case AtomicOp::CompareSwap: op = platform::WordOp::CompareSwap; break;
     case AtomicOp::Swap: op = platform::WordOp::Exchange; break;
   }
-  return receive_staging_->word_atomic(heap_base_ + f.dst_offset, static_cast<unsigned>(f.bytes),
-                                       op, f.value, f.sig_offset);
+  return lane_[0]->inbound->word_atomic(heap_base_ + f.dst_offset, static_cast<unsigned>(f.bytes),
+                                        op, f.value, f.sig_offset);
 }
 
 bool Proxy::deliver_result(std::uint64_t ticket, std::uint64_t value) {

@@ -126,8 +126,11 @@ class Proxy {
   void fail_transport(const std::string& what, int lost_peer = -1);
   /// Applies an Atomic frame to this rank's heap; returns the old value (zero-extended).
   std::uint64_t apply_atomic(const Frame& f);
-  /// Counts the puts whose deliveries completed as applied (the sender acks them).
-  void settle_deliveries();
+  /// Counts the frames received on lane `lane` whose deliveries completed as applied (the sender
+  /// acks them), in arrival order.
+  void settle_deliveries(int lane);
+  /// A Staging of this proxy's kind (direct or through bounce buffers) for one thread.
+  std::unique_ptr<Staging> staging_for(Staging::Direction direction) const;
   /// Hands a fetching atomic's old value to the device thread waiting in result slot `ticket`
   /// (waiting, up to the timeout, until that slot's previous user freed it). False on timeout.
   bool deliver_result(std::uint64_t ticket, std::uint64_t value);
@@ -159,23 +162,32 @@ class Proxy {
     void add(Clock::duration d);
     std::string describe(const char* name) const;
   };
-  /// A frame the sender handed to a lane (> 0): data from host memory (an outbox or the ring
-  /// slot's inline buffer) that stays valid until the lane says it was sent.
+  /// A frame the sender handed to a lane (> 0): data that stays valid until the lane says it was
+  /// sent: host memory (an outbox, the ring slot's inline buffer) or, `staged`, a piece of a
+  /// striped put's source, which the lane reads through its own staging.
   struct LaneFrame {
     int peer;
     Frame frame;
     const void* data;
     std::uint64_t bytes;
+    bool staged;
     Clock::time_point seen;
   };
-  /// Connection `lane` (> 0) to every peer: the frames handed to it, its threads, its stats.
+  /// Connection `lane` to every peer. Lane 0's sending and receiving threads are sender_ and
+  /// receiver_; every other lane has its own (`sender`, `receiver`), fed through `queue`.
   struct Lane {
     std::mutex mutex;
     std::condition_variable wake;
     std::deque<LaneFrame> queue;
     std::atomic<std::uint64_t> queued{0};  ///< frames handed (written under `mutex`)
     std::atomic<std::uint64_t> sent{0};    ///< frames sent (or dropped after a failure)
-    StageTime send_time, receive_time;     ///< GNIO_PROXY_STATS
+    /// The sending thread's staging (lanes > 0: made at their first striped piece).
+    std::unique_ptr<Staging> outbound;
+    /// The receiving thread's staging (lanes > 0: made at their first striped piece) and the
+    /// frames received, not yet in place, in arrival (= ack) order.
+    std::unique_ptr<Staging> inbound;
+    std::deque<Delivering> delivering;
+    StageTime send_time, receive_time, deliver_time;  ///< GNIO_PROXY_STATS
     std::thread sender, receiver;
   };
   /// A reply this rank owes a peer: the frame (a GetReply's data is read when it is sent).
@@ -205,11 +217,12 @@ class Proxy {
   void* ring_memory_ = nullptr;  // host-mapped: ProxyRing, slots, results
   ProxyHandle handle_{};         // handle_.tail: device memory
   ProxyRing* ring_ = nullptr;
-  // One per thread: the sender reads sources and get data, the receiver writes data and words.
-  std::unique_ptr<Staging> send_staging_;
-  std::unique_ptr<Staging> receive_staging_;
-  // Connections per peer (GNIO_NET_NSOCKS) and lanes 1.. of them (lanes_[0] is null: lane 0 is
-  // served by sender_ and receiver_).
+  // How the threads reach this rank's memory (Staging's `direct`, GNIO_PROXY_CHUNK), and the
+  // smallest heap put spread over the lanes (GNIO_NET_STRIPE_MIN).
+  bool direct_ = false;
+  std::size_t chunk_ = 0;
+  std::uint64_t stripe_min_ = 0;
+  // Connections per peer (GNIO_NET_NSOCKS), one Lane each.
   int lanes_ = 1;
   std::vector<std::unique_ptr<Lane>> lane_;
   // Per connection (at(peer, lane)): operations the receiver applied from it (the sender turns
@@ -223,15 +236,12 @@ class Proxy {
   Landing landings_[kMaxLandings];
   void* landing_memory_[kMaxLandings] = {};
   std::atomic<std::uint32_t> landing_count_{0};
-  // Receiver thread only: puts received and queued, not yet in place, in mark order.
-  std::deque<Delivering> delivering_;
   // How long the threads poll after their last work before they sleep (GNIO_PROXY_SPIN_US).
   std::chrono::microseconds spin_{0};
-  // GNIO_PROXY_STATS: where a frame's time goes, printed when the proxy ends. Sender thread:
-  // descriptor seen -> frame (and data) handed to the socket. Receiver thread: header read ->
-  // data read and its delivery queued; delivery queued -> data and signal in place.
+  // GNIO_PROXY_STATS: where a frame's time goes, per connection (Lane), printed when the proxy
+  // ends. Sending: descriptor seen -> frame (and data) handed to the socket. Receiving: header
+  // read -> data read and its delivery queued; delivery queued -> data and signal in place.
   bool stats_ = false;
-  StageTime send_time_, receive_time_, deliver_time_;
   // Requests by ticket (sender inserts before sending, receiver takes on the reply) and the
   // tickets answered since the sender last looked.
   std::mutex requests_mutex_;
