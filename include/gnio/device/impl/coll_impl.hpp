@@ -954,6 +954,14 @@ GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
     // read from host memory, over the bus), then combined in team order.
     constexpr int kUnroll = 4;
     const std::size_t step = std::size_t{gs} * kUnroll;
+    // Units u0, u0 + gs, ... (kUnroll of them) of member m's message; zero past the slice.
+    auto load_batch = [&](int m, std::size_t u0, Pack(&p)[kUnroll]) {
+      GNIO_UNROLL
+      for (int k = 0; k < kUnroll; ++k) {
+        const std::size_t u = u0 + k * std::size_t{gs};
+        p[k] = u < hi ? at(m, u) : Pack{0, 0};
+      }
+    };
     if (c.st == Status::Ok) {
       if constexpr (!std::is_same_v<Op, CopyOp>) {
         if (!reduce || me == a.root)
@@ -961,11 +969,7 @@ GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
             Accum<T, Op> acc[kUnroll] = {};
             for (int m = 0; m < n; ++m) {
               Pack p[kUnroll];
-              GNIO_UNROLL
-              for (int k = 0; k < kUnroll; ++k) {
-                const std::size_t u = u0 + k * std::size_t{gs};
-                p[k] = u < hi ? at(m, u) : Pack{0, 0};
-              }
+              load_batch(m, u0, p);
               GNIO_UNROLL
               for (int k = 0; k < kUnroll; ++k) {
                 if (m == 0)
@@ -988,11 +992,7 @@ GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
           if (m == me && dst == input_for(me)) continue;
           for (std::size_t u0 = lo + gr; u0 < hi; u0 += step) {
             Pack p[kUnroll];
-            GNIO_UNROLL
-            for (int k = 0; k < kUnroll; ++k) {
-              const std::size_t u = u0 + k * std::size_t{gs};
-              p[k] = u < hi ? at(m, u) : Pack{0, 0};
-            }
+            load_batch(m, u0, p);
             GNIO_UNROLL
             for (int k = 0; k < kUnroll; ++k) {
               const std::size_t u = u0 + k * std::size_t{gs};
