@@ -372,8 +372,8 @@ void Proxy::send_loop() {
                              ? lane_of(slot->sig_offset)
                              : 0;
         const bool stripe = lanes_ > 1 && data && f.region == 0 && !inline_data && !host_source &&
-                            slot->bytes >= stripe_min_ && peer >= 0 && peer < size &&
-                            unanswered[peer] == 0;
+                            slot->bytes > 0 && slot->bytes >= stripe_min_ && peer >= 0 &&
+                            peer < size && unanswered[peer] == 0;
         Handed handoff{0, 0, 1};
         if (host_source && !in_outbox(slot->src, slot->bytes)) {
           fail_transport(
