@@ -77,7 +77,8 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
                "GNIO_PROXY_STAGING='%s' is not one of auto, always", staging.c_str());
   direct_ = backend_.kind() == platform::BackendKind::Host && staging == "auto";
   chunk_ = config_size("GNIO_PROXY_CHUNK");
-  stripe_min_ = config_size("GNIO_NET_STRIPE_MIN");
+  // A put of no data has nothing to split.
+  stripe_min_ = std::max<std::uint64_t>(1, config_size("GNIO_NET_STRIPE_MIN"));
   const long long spin_us = config_int("GNIO_PROXY_SPIN_US");
   GNIO_REQUIRE(spin_us >= -1, "GNIO_PROXY_SPIN_US=%lld is not -1 (auto) or a duration", spin_us);
   stats_ = config_bool("GNIO_PROXY_STATS");
@@ -86,7 +87,7 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
                                                                                      : 10000);
   const int size = bs.size();
   lanes_ = mesh_.lanes();
-  const std::size_t connections = static_cast<std::size_t>(size) * static_cast<std::size_t>(lanes_);
+  const std::size_t connections = mesh_.connections();
   applied_ = std::make_unique<std::atomic<std::uint64_t>[]>(connections);
   peer_acked_ = std::make_unique<std::atomic<std::uint64_t>[]>(connections);
   said_bye_ = std::make_unique<std::atomic<bool>[]>(connections);
@@ -249,7 +250,7 @@ void Proxy::send_loop() {
   const std::vector<int>& peers = mesh_.peers();
   Staging direct_staging(backend_, Staging::Direction::Outbound, true, 0);
   const int size = size_;
-  const std::size_t connections = static_cast<std::size_t>(size) * static_cast<std::size_t>(lanes_);
+  const std::size_t connections = mesh_.connections();
   std::vector<std::uint64_t> acks_sent(connections, 0), acks_seen(connections, 0);
   // Tickets per connection (at(peer, lane)) awaiting the peer's ack.
   std::vector<std::deque<std::uint64_t>> in_flight(connections);
@@ -294,19 +295,12 @@ void Proxy::send_loop() {
   auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes,
                         bool host_data = false) {
     Staging& staging = host_data ? direct_staging : *lane_[0]->outbound;
-    int err = 0;
-    const int fd = mesh_.fd(peer);
-    // A frame can make the peer answer with data this rank's receiver writes into memory that
-    // device code read before it posted the frame's descriptor (a ring message's slot, freed by
-    // the tail signal this frame carries). Device code -> this thread is ordered by the ring
-    // slot's sequence word; this release, acquired by the receiver before it writes anything,
-    // carries that order on to the receiver thread (the network round trip orders it in time
-    // only, which the memory model does not count).
-    frames_sending_.fetch_add(1, std::memory_order_release);
     if (cut_after && data_sent[peer] + bytes > cut_after) {
       // The frame and part of its data go out, then the link breaks: the receiver must report
       // the loss and must not apply the operation.
       const std::size_t part = static_cast<std::size_t>(cut_after - data_sent[peer]);
+      const int fd = mesh_.fd(peer);
+      int err = 0;
       (void)staging.send(fd, &f, sizeof(f), data, part, Deadline::after(timeout_s_), &err);
       data_sent[peer] = cut_after;
       // The failure is recorded before the socket goes down, so that this rank reports the cut
@@ -319,18 +313,7 @@ void Proxy::send_loop() {
       return false;
     }
     data_sent[peer] += bytes;
-    if (staging.send(fd, &f, sizeof(f), data, bytes, Deadline::after(timeout_s_), &err) !=
-        bootstrap::IoStatus::Ok) {
-      if (!stop_.load(std::memory_order_acquire))
-        fail_transport(format("rank %d: tcp transport: sending to rank %d failed (%s); that rank "
-                              "failed or rejected an operation (see its log)",
-                              rank_, peer, err ? std::strerror(err) : "timeout"),
-                       peer);
-      return false;
-    }
-    // Released after the data was read: see frames_sent_.
-    frames_sent_.fetch_add(1, std::memory_order_release);
-    return true;
+    return transmit(peer, 0, staging, f, data, bytes);
   };
   while (!stop_.load(std::memory_order_acquire)) {
     bool busy = false;
@@ -371,9 +354,6 @@ void Proxy::send_loop() {
         const int lane = f.region != 0 && lanes_ > 1 && (!data || host_source || inline_data)
                              ? lane_of(slot->sig_offset)
                              : 0;
-        const bool stripe = lanes_ > 1 && data && f.region == 0 && !inline_data && !host_source &&
-                            slot->bytes > 0 && slot->bytes >= stripe_min_ && peer >= 0 &&
-                            peer < size && unanswered[peer] == 0;
         Handed handoff{0, 0, 1};
         if (host_source && !in_outbox(slot->src, slot->bytes)) {
           fail_transport(
@@ -398,6 +378,8 @@ void Proxy::send_loop() {
                              : inline_data ? handle_.inline_data + (next & mask) * kProxyInlineBytes
                                            : reinterpret_cast<const void*>(slot->src);
           const std::uint64_t bytes = data ? slot->bytes : 0;
+          const bool stripe = lanes_ > 1 && data && f.region == 0 && !inline_data && !host_source &&
+                              bytes >= stripe_min_ && unanswered[peer] == 0;
           // Hands a frame to lane `l`; the Handed entry that says when it was sent.
           auto hand = [&](int l, const Frame& frame, const void* src, std::uint64_t n,
                           bool staged) {
@@ -564,8 +546,33 @@ int Proxy::lane_of(std::uint64_t sig_offset) const {
   return 1 + static_cast<int>((h >> 32) % static_cast<std::uint64_t>(lanes_ - 1));
 }
 
+bool Proxy::transmit(int peer, int lane, Staging& staging, const Frame& frame, const void* data,
+                     std::size_t bytes) {
+  // A frame can make the peer answer with data this rank's receiver writes into memory that
+  // device code read before it posted the frame's descriptor (a ring message's slot, freed by
+  // the tail signal this frame carries). Device code -> this thread is ordered by the ring
+  // slot's sequence word; this release, acquired by the receiver before it writes anything,
+  // carries that order on to the receiver thread (the network round trip orders it in time
+  // only, which the memory model does not count).
+  frames_sending_.fetch_add(1, std::memory_order_release);
+  int err = 0;
+  if (staging.send(mesh_.fd(peer, lane), &frame, sizeof(frame), data, bytes,
+                   Deadline::after(timeout_s_), &err) != bootstrap::IoStatus::Ok) {
+    if (!stop_.load(std::memory_order_acquire))
+      fail_transport(format("rank %d: tcp transport: sending to rank %d on connection %d failed "
+                            "(%s); that rank failed or rejected an operation (see its log)",
+                            rank_, peer, lane, err ? std::strerror(err) : "timeout"),
+                     peer);
+    return false;
+  }
+  // Released after the data was read: see frames_sent_.
+  frames_sent_.fetch_add(1, std::memory_order_release);
+  return true;
+}
+
 void Proxy::lane_send_loop(int lane) {
   Lane& l = *lane_[static_cast<std::size_t>(lane)];
+  Staging direct_staging(backend_, Staging::Direction::Outbound, true, 0);
   std::uint64_t taken = 0;
   auto last_work = Clock::now();
   for (;;) {
@@ -592,22 +599,9 @@ void Proxy::lane_send_loop(int lane) {
     }
     ++taken;
     if (!failed()) {
-      int err = 0;
-      frames_sending_.fetch_add(1, std::memory_order_release);  // see send_loop's send_frame
-      const int fd = mesh_.fd(lf.peer, lane);
-      const Deadline deadline = Deadline::after(timeout_s_);
       if (lf.staged && !l.outbound) l.outbound = staging_for(Staging::Direction::Outbound);
-      const bootstrap::IoStatus st =
-          lf.staged ? l.outbound->send(fd, &lf.frame, sizeof(lf.frame), lf.data,
-                                       static_cast<std::size_t>(lf.bytes), deadline, &err)
-                    : bootstrap::send_all(fd, &lf.frame, sizeof(lf.frame), lf.data,
-                                          static_cast<std::size_t>(lf.bytes), deadline, &err);
-      if (st != bootstrap::IoStatus::Ok && !stop_.load(std::memory_order_acquire))
-        fail_transport(format("rank %d: tcp transport: sending to rank %d on connection %d failed "
-                              "(%s); that rank failed or rejected an operation (see its log)",
-                              rank_, lf.peer, lane, err ? std::strerror(err) : "timeout"),
-                       lf.peer);
-      frames_sent_.fetch_add(1, std::memory_order_release);
+      (void)transmit(lf.peer, lane, lf.staged ? *l.outbound : direct_staging, lf.frame, lf.data,
+                     static_cast<std::size_t>(lf.bytes));
       if (stats_) l.send_time.add(Clock::now() - lf.seen);
     }
     // Sent (or never will be, after a failure): the ring's head may pass the frame's ticket.
@@ -618,9 +612,7 @@ void Proxy::lane_send_loop(int lane) {
   if (!failed())
     for (int p : mesh_.peers()) {
       const Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
-      int err = 0;
-      (void)bootstrap::send_all(mesh_.fd(p, lane), &bye, sizeof(bye), nullptr, 0,
-                                Deadline::after(timeout_s_), &err);
+      (void)transmit(p, lane, direct_staging, bye, nullptr, 0);
     }
 }
 

@@ -108,11 +108,14 @@ class Proxy {
   bool receive_frame(int peer, int lane);
   /// The lane (> 0) of a landing frame that signals `sig_offset`: one pipe's frames share it.
   int lane_of(std::uint64_t sig_offset) const;
-  /// Index of (peer, lane) in the per-connection arrays.
-  std::size_t at(int peer, int lane) const {
-    return static_cast<std::size_t>(peer) * static_cast<std::size_t>(lanes_) +
-           static_cast<std::size_t>(lane);
-  }
+  /// Index of (peer, lane) in the per-connection arrays (the mesh's layout).
+  std::size_t at(int peer, int lane) const { return mesh_.connection(peer, lane); }
+  /// Writes `frame` and `bytes` of `data` (read through `staging`) to connection `lane` of
+  /// `peer`, between the releases receivers acquire (frames_sending_ before, frames_sent_ after);
+  /// a failure fails the transport naming the peer, unless the proxy is stopping. False on
+  /// failure.
+  bool transmit(int peer, int lane, Staging& staging, const Frame& frame, const void* data,
+                std::size_t bytes);
   /// Waits until the sender has sent every reply this receiver queued for `peer` (a get's data is
   /// read from the heap while it is sent): the asker may have sent the frame at hand after it
   /// received such a reply, and that frame may write what the reply read. False when the

@@ -87,7 +87,7 @@ TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double tim
           bootstrap::IoStatus::Ok)
         fail(ErrorClass::RemoteError, "rank %d: tcp transport: hello to rank %d failed: %s", me, p,
              std::strerror(err));
-      fds_[index(p, lane)] = std::move(fd);
+      fds_[connection(p, lane)] = std::move(fd);
     }
   }
   bootstrap::DropLog drops(format("rank %d tcp transport listener", me));
@@ -113,13 +113,14 @@ TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double tim
     }
     if (h.magic != kHelloMagic || h.token != bs.token() || h.to != me || h.from <= me ||
         h.from >= size || h.lane >= static_cast<std::uint32_t>(lanes) ||
-        node_of_rank[h.from] == node_of_rank[me] || fds_[index(h.from, static_cast<int>(h.lane))]) {
+        node_of_rank[h.from] == node_of_rank[me] ||
+        fds_[connection(h.from, static_cast<int>(h.lane))]) {
       drops.drop(from.host_string(), from.to_string(),
                  "bad hello (wrong job, rank, lane or duplicate)");
       continue;
     }
     bootstrap::set_nodelay(fd.get());
-    fds_[index(h.from, static_cast<int>(h.lane))] = std::move(fd);
+    fds_[connection(h.from, static_cast<int>(h.lane))] = std::move(fd);
     --to_accept;
   }
   GNIO_INFO(Net, "rank %d: tcp transport connected to %zu remote rank(s), %d socket(s) each", me,

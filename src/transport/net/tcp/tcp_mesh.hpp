@@ -23,17 +23,21 @@ class TcpMesh {
           int lanes = 1);
 
   /// Socket `lane` to `peer`, or -1 when `peer` is on this rank's node.
-  int fd(int peer, int lane = 0) const { return fds_[index(peer, lane)].get(); }
+  int fd(int peer, int lane = 0) const { return fds_[connection(peer, lane)].get(); }
   /// Sockets per remote peer.
   int lanes() const { return lanes_; }
   /// Ranks on other nodes, ascending.
   const std::vector<int>& peers() const { return peers_; }
-
- private:
-  std::size_t index(int peer, int lane) const {
+  /// Index of socket `lane` to `peer` among connections() (per-connection state is kept in
+  /// arrays laid out the same way).
+  std::size_t connection(int peer, int lane) const {
     return static_cast<std::size_t>(peer) * static_cast<std::size_t>(lanes_) +
            static_cast<std::size_t>(lane);
   }
+  /// Number of (rank, lane) pairs, local ranks included (their sockets are -1).
+  std::size_t connections() const { return fds_.size(); }
+
+ private:
   int lanes_ = 1;
   std::vector<bootstrap::Fd> fds_;
   std::vector<int> peers_;
