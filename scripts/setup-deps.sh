@@ -2,8 +2,9 @@
 # Installs the Debian packages gnio needs to build and test, when they are missing. Safe to run
 # again; does nothing when everything is present. Needs root (or sudo) only when installing.
 set -euo pipefail
-# clang and libclang-rt-dev: the libFuzzer targets (tests/fuzz) that scripts/test.sh runs briefly.
-packages=(cmake ninja-build g++ make pkg-config git python3 libgtest-dev iproute2 clang libclang-rt-dev)
+# clang and libclang-rt-dev: the libFuzzer targets (tests/fuzz) that scripts/test.sh runs briefly;
+# libucx-dev: the ucx network backend (GNIO_NET=ucx).
+packages=(cmake ninja-build g++ make pkg-config git python3 libgtest-dev iproute2 clang libclang-rt-dev libucx-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -61,10 +61,12 @@ constexpr ConfigVar kVars[] = {
      "+ boot id"},
     // transports
     {"GNIO_NET", ConfigType::Enum, "auto",
-     "network transport to ranks on other nodes {auto, tcp, none}: tcp = proxy threads + TCP "
-     "connections per peer pair (GNIO_NET_NSOCKS; every device operation and every collective); "
-     "auto = tcp when the "
-     "job spans nodes; none = operations on other nodes fail with Unsupported"},
+     "network transport to ranks on other nodes {auto, tcp, ucx, none}: tcp = proxy threads + "
+     "TCP connections per peer pair (GNIO_NET_NSOCKS; every device operation and every "
+     "collective); ucx = a proxy thread driving UCX one-sided puts, gets, atomics and flushes "
+     "into memory registered at allocation (UCX_TLS, UCX_NET_DEVICES choose its transports; needs "
+     "a build with UCX, and on GPUs a UCX with CUDA support); auto = tcp when the job spans "
+     "nodes; none = operations on other nodes fail with Unsupported"},
     {"GNIO_NET_NSOCKS", ConfigType::Int, "4",
      "tcp connections per pair of ranks on different nodes (1..16, the same on every rank): the "
      "first carries the device API's operations (in order, so fence and quiet hold), the others "

@@ -178,12 +178,13 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
 
   // The network transport (collective: every rank joins the mesh).
   const std::string net = config_text("GNIO_NET");
-  if (net != "auto" && net != "tcp" && net != "none")
-    fail(ErrorClass::InvalidArgument, "GNIO_NET='%s' is not one of auto, tcp, none", net.c_str());
+  if (net != "auto" && net != "tcp" && net != "ucx" && net != "none")
+    fail(ErrorClass::InvalidArgument, "GNIO_NET='%s' is not one of auto, tcp, ucx, none",
+         net.c_str());
   if (nodes > 1 && net != "none")
-    proxy = std::make_unique<proxy::Proxy>(*backend, *bootstrap, node_of_rank, heap->local_base(),
-                                           heap->mapped(), control, internal_stream(), timeout_s,
-                                           [this](int r) { on_link_lost(r); });
+    proxy = proxy::make_proxy(net, *backend, *bootstrap, node_of_rank, heap->local_base(),
+                              heap->mapped(), control, internal_stream(), timeout_s,
+                              [this](int r) { on_link_lost(r); });
 
   // Last, so a failure above leaves no watcher to say goodbye for a rank that never got here.
   const double heartbeat_s = config_seconds("GNIO_HEARTBEAT_INTERVAL");

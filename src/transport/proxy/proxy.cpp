@@ -1,58 +1,40 @@
 #include "transport/proxy/proxy.hpp"
 
-#include <poll.h>
-#include <sys/socket.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <cstring>
-#include <deque>
+#include <thread>
 
 #include "base/deadline.hpp"
 #include "base/fail.hpp"
 #include "gnio/config.hpp"
 #include "gnio/device/atomic.hpp"
-#include "gnio/device/device_comm.hpp"
 #include "gnio/log.hpp"
-#include "platform/word_op.hpp"
-#include "transport/proxy/proxy_frame.hpp"
+#include "transport/proxy/tcp_proxy.hpp"
+#include "transport/proxy/ucx_proxy.hpp"
 
 namespace gnio::proxy {
-namespace {
 
-/// GNIO_NET_NSOCKS, checked.
-int net_lanes() {
-  const long long n = config_int("GNIO_NET_NSOCKS");
-  GNIO_REQUIRE(n >= 1 && n <= 16, "GNIO_NET_NSOCKS=%lld is not in [1, 16]", n);
-  return static_cast<int>(n);
-}
-
-/// The word operation a (checked) frame's signal asks for.
-platform::WordOp signal_word_op(const Frame& f) {
-  return f.sig_op == static_cast<std::uint32_t>(SignalOp::Set) ? platform::WordOp::Store
-                                                               : platform::WordOp::Add;
-}
-
-}  // namespace
-
-Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
-             char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, StreamRef stream,
-             double timeout_s, std::function<void(int)> on_link_lost)
+Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, char* heap_base, std::uint64_t heap_bytes,
+             DeviceControl* control, StreamRef stream, double timeout_s,
+             std::function<void(int)> on_link_lost)
     : backend_(backend),
-      mesh_(bs, node_of_rank, timeout_s, net_lanes()),
       rank_(bs.rank()),
       size_(bs.size()),
       token_(bs.token()),
       heap_base_(heap_base),
       heap_bytes_(heap_bytes),
       control_(control),
-      on_link_lost_(std::move(on_link_lost)),
       timeout_s_(timeout_s),
-      stream_(stream) {
+      stream_(stream),
+      on_link_lost_(std::move(on_link_lost)) {
   const long long slots = config_int("GNIO_PROXY_SLOTS");
   GNIO_REQUIRE(slots >= 2 && slots <= 65536 && (slots & (slots - 1)) == 0,
                "GNIO_PROXY_SLOTS=%lld is not a power of two in [2, 65536]", slots);
+  const long long spin_us = config_int("GNIO_PROXY_SPIN_US");
+  GNIO_REQUIRE(spin_us >= -1, "GNIO_PROXY_SPIN_US=%lld is not -1 (auto) or a duration", spin_us);
+  stats_ = config_bool("GNIO_PROXY_STATS");
+  spin_ = std::chrono::microseconds(spin_us >= 0                                     ? spin_us
+                                    : backend_.kind() == platform::BackendKind::Host ? 0
+                                                                                     : 10000);
   // Host-mapped memory: on GPUs the device writes descriptors the proxy thread reads.
   const auto n = static_cast<std::size_t>(slots);
   const std::size_t bytes =
@@ -70,80 +52,12 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& 
   handle_.tail = static_cast<std::uint64_t*>(backend_.alloc_device(sizeof(std::uint64_t)));
   backend_.fill(handle_.tail, 0, sizeof(std::uint64_t), stream_);
   backend_.stream_synchronize(stream_);
-  // The host backend's proxy addresses every byte itself; GPU memory goes through bounce buffers
-  // (GNIO_PROXY_STAGING=always stages on the host backend too, which is how CI tests that path).
-  const std::string staging = config_text("GNIO_PROXY_STAGING");
-  GNIO_REQUIRE(staging == "auto" || staging == "always",
-               "GNIO_PROXY_STAGING='%s' is not one of auto, always", staging.c_str());
-  direct_ = backend_.kind() == platform::BackendKind::Host && staging == "auto";
-  chunk_ = config_size("GNIO_PROXY_CHUNK");
-  // A put of no data has nothing to split.
-  stripe_min_ = std::max<std::uint64_t>(1, config_size("GNIO_NET_STRIPE_MIN"));
-  const long long spin_us = config_int("GNIO_PROXY_SPIN_US");
-  GNIO_REQUIRE(spin_us >= -1, "GNIO_PROXY_SPIN_US=%lld is not -1 (auto) or a duration", spin_us);
-  stats_ = config_bool("GNIO_PROXY_STATS");
-  spin_ = std::chrono::microseconds(spin_us >= 0                                     ? spin_us
-                                    : backend_.kind() == platform::BackendKind::Host ? 0
-                                                                                     : 10000);
-  const int size = bs.size();
-  lanes_ = mesh_.lanes();
-  const std::size_t connections = mesh_.connections();
-  applied_ = std::make_unique<std::atomic<std::uint64_t>[]>(connections);
-  peer_acked_ = std::make_unique<std::atomic<std::uint64_t>[]>(connections);
-  said_bye_ = std::make_unique<std::atomic<bool>[]>(connections);
-  for (std::size_t i = 0; i < connections; ++i) {
-    applied_[i] = 0;
-    peer_acked_[i] = 0;
-    said_bye_[i] = false;
-  }
-  replies_sent_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
-  replies_queued_.assign(static_cast<std::size_t>(size), 0);
-  for (int r = 0; r < size; ++r) replies_sent_[r] = 0;
-  lane_.resize(static_cast<std::size_t>(lanes_));
-  for (int l = 0; l < lanes_; ++l) lane_[l] = std::make_unique<Lane>();
-  // Lane 0's stagings serve every operation; the other lanes make theirs when a striped put
-  // first reaches them (collectives' frames need none).
-  lane_[0]->outbound = staging_for(Staging::Direction::Outbound);
-  lane_[0]->inbound = staging_for(Staging::Direction::Inbound);
-  sender_ = std::thread([this] { run_guarded("sender", [this] { send_loop(); }); });
-  receiver_ = std::thread([this] { run_guarded("receiver", [this] { receive_loop(0); }); });
-  for (int l = 1; l < lanes_; ++l) {
-    lane_[l]->sender =
-        std::thread([this, l] { run_guarded("lane sender", [this, l] { lane_send_loop(l); }); });
-    lane_[l]->receiver =
-        std::thread([this, l] { run_guarded("lane receiver", [this, l] { receive_loop(l); }); });
-  }
 }
 
 Proxy::~Proxy() {
-  stop_.store(true, std::memory_order_release);
-  for (int l = 1; l < lanes_; ++l) {
-    std::lock_guard<std::mutex> lock(lane_[l]->mutex);
-    lane_[l]->wake.notify_all();
-  }
-  if (sender_.joinable()) sender_.join();
-  for (int l = 1; l < lanes_; ++l)
-    if (lane_[l]->sender.joinable()) lane_[l]->sender.join();
-  if (receiver_.joinable()) receiver_.join();
-  for (int l = 1; l < lanes_; ++l)
-    if (lane_[l]->receiver.joinable()) lane_[l]->receiver.join();
-  for (int l = 0; l < lanes_; ++l) {
-    Lane& ln = *lane_[l];
-    if (stats_)
-      std::fprintf(stderr, "gnio proxy stats, rank %d, connection %d: %s; %s; %s\n", rank_, l,
-                   ln.send_time.describe("send").c_str(),
-                   ln.receive_time.describe("receive").c_str(),
-                   ln.deliver_time.describe("deliver").c_str());
-    ln.outbound.reset();
-    ln.inbound.reset();
-  }
   for (void* m : landing_memory_) backend_.free_host_mapped(m);
   backend_.free_device(handle_.tail);
   backend_.free_host_mapped(ring_memory_);
-}
-
-std::unique_ptr<Staging> Proxy::staging_for(Staging::Direction direction) const {
-  return std::make_unique<Staging>(backend_, direction, direct_, chunk_);
 }
 
 Proxy::Landing Proxy::add_landing(std::uint64_t inbox_bytes, std::uint64_t outbox_bytes) {
@@ -162,6 +76,9 @@ Proxy::Landing Proxy::add_landing(std::uint64_t inbox_bytes, std::uint64_t outbo
   char* base = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(memory) + 63) &
                                        ~std::uintptr_t{63});
   landings_[n] = Landing{n + 1, base, inbox_bytes, base + in, outbox_bytes};
+  // Before the region is published: the backend makes it reachable (and learns how to reach the
+  // peers' copies) first, so no thread acts on a region it cannot address yet.
+  landing_added(landings_[n]);
   landing_count_.store(n + 1, std::memory_order_release);
   return landings_[n];
 }
@@ -175,23 +92,11 @@ bool Proxy::in_outbox(std::uint64_t src, std::uint64_t bytes) const {
   const std::uint32_t n = landing_count_.load(std::memory_order_acquire);
   for (std::uint32_t i = 0; i < n; ++i) {
     const auto base = reinterpret_cast<std::uint64_t>(landings_[i].outbox);
-    if (src >= base && inside_heap(src - base, bytes, landings_[i].outbox_bytes)) return true;
+    if (src >= base && src - base <= landings_[i].outbox_bytes &&
+        bytes <= landings_[i].outbox_bytes - (src - base))
+      return true;
   }
   return false;
-}
-
-void Proxy::StageTime::add(Clock::duration d) {
-  const auto ns =
-      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
-  ++n;
-  total_ns += ns;
-  max_ns = std::max(max_ns, ns);
-}
-
-std::string Proxy::StageTime::describe(const char* name) const {
-  return format("%s %llu x mean %.1f us max %.1f us", name, static_cast<unsigned long long>(n),
-                n ? static_cast<double>(total_ns) / static_cast<double>(n) / 1e3 : 0.0,
-                static_cast<double>(max_ns) / 1e3);
 }
 
 void Proxy::run_guarded(const char* thread, const std::function<void()>& loop) {
@@ -200,6 +105,14 @@ void Proxy::run_guarded(const char* thread, const std::function<void()>& loop) {
   } catch (const std::exception& e) {
     fail_transport(format("rank %d: proxy %s thread: %s", rank_, thread, e.what()));
   }
+}
+
+void Proxy::publish_head(std::uint64_t head) {
+  dev::atomic_store(&ring_->head, head, dev::Order::Release);
+}
+
+void Proxy::publish_done(std::uint64_t done) {
+  dev::atomic_store(&ring_->done, done, dev::Order::Release);
 }
 
 bool Proxy::drain() {
@@ -245,599 +158,6 @@ void Proxy::fail_transport(const std::string& what, int lost_peer) {
   GNIO_WARN(Proxy, "%s", what.c_str());
 }
 
-void Proxy::send_loop() {
-  const std::uint64_t mask = handle_.capacity - 1;
-  const std::vector<int>& peers = mesh_.peers();
-  Staging direct_staging(backend_, Staging::Direction::Outbound, true, 0);
-  const int size = size_;
-  const std::size_t connections = mesh_.connections();
-  std::vector<std::uint64_t> acks_sent(connections, 0), acks_seen(connections, 0);
-  // Tickets per connection (at(peer, lane)) awaiting the peer's ack.
-  std::vector<std::deque<std::uint64_t>> in_flight(connections);
-  // Tickets done_base.. in order: the acks (or the answer) each still waits for; 0 = done.
-  std::deque<std::uint32_t> owed;
-  // Frames of tickets head.. in order: sent by this thread (lane 0) or handed to a lane as its
-  // frame `seq` (sent once the lane's count passes it). The head moves by `advance` as each is
-  // passed: 1, except for the pieces of a striped put, of which only the last moves it.
-  struct Handed {
-    int lane;
-    std::uint64_t seq;
-    std::uint64_t advance;
-  };
-  std::deque<Handed> handed;
-  // A heap put of at least GNIO_NET_STRIPE_MIN bytes goes out in pieces, one per lane past the
-  // first, sent in parallel by their threads. Until every piece is acked no later descriptor is
-  // taken, so the put keeps its place in the order of everything this rank sends (what fence()
-  // and put_signal rely on); its signal then follows on lane 0.
-  struct Striped {
-    bool active = false;
-    int peer = 0;
-    std::uint64_t ticket = 0;
-    bool signal = false;
-    Frame signal_frame{};
-  };
-  Striped striped;
-  // Gets and atomics of this rank not yet answered, per peer (and each one's peer): a put is not
-  // striped to a peer that still owes an answer, because the target could apply the pieces
-  // (received on other lanes) before it reads or updates what the request names.
-  std::vector<std::uint32_t> unanswered(size, 0);
-  std::unordered_map<std::uint64_t, int> asked;
-  std::uint64_t next = 0, head = 0, done_base = 0;
-  unsigned idle = 0;
-  auto last_work = std::chrono::steady_clock::now();
-  // Fault injection (GNIO_NET_CUT_AFTER): data bytes sent to each peer so far.
-  const std::uint64_t cut_after = config_size("GNIO_NET_CUT_AFTER");
-  std::vector<std::uint64_t> data_sent(size, 0);
-  // Fault injection (GNIO_NET_BAD_REPLY): replies name a ticket the asker never used.
-  const std::uint64_t bad_reply = config_bool("GNIO_NET_BAD_REPLY") ? std::uint64_t{1} << 62 : 0;
-  // `host_data`: the data lies in host memory this thread reads directly (a slot's inline
-  // buffer), so it skips the staging copies.
-  auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes,
-                        bool host_data = false) {
-    Staging& staging = host_data ? direct_staging : *lane_[0]->outbound;
-    if (cut_after && data_sent[peer] + bytes > cut_after) {
-      // The frame and part of its data go out, then the link breaks: the receiver must report
-      // the loss and must not apply the operation.
-      const std::size_t part = static_cast<std::size_t>(cut_after - data_sent[peer]);
-      const int fd = mesh_.fd(peer);
-      int err = 0;
-      (void)staging.send(fd, &f, sizeof(f), data, part, Deadline::after(timeout_s_), &err);
-      data_sent[peer] = cut_after;
-      // The failure is recorded before the socket goes down, so that this rank reports the cut
-      // rather than its receiver thread's view of it (the connection closing).
-      fail_transport(
-          format("rank %d: tcp transport: the link to rank %d was cut after %llu bytes "
-                 "of data (GNIO_NET_CUT_AFTER fault injection)",
-                 rank_, peer, static_cast<unsigned long long>(cut_after)));
-      ::shutdown(fd, SHUT_RDWR);
-      return false;
-    }
-    data_sent[peer] += bytes;
-    return transmit(peer, 0, staging, f, data, bytes);
-  };
-  while (!stop_.load(std::memory_order_acquire)) {
-    bool busy = false;
-    if (!failed()) {
-      if (striped.active) {
-        const std::uint32_t left =
-            striped.ticket < done_base ? 0 : owed[striped.ticket - done_base];
-        if (striped.signal && left == 1) {  // every piece is in place at the target
-          if (send_frame(striped.peer, striped.signal_frame, nullptr, 0))
-            in_flight[at(striped.peer, 0)].push_back(striped.ticket);
-          striped.active = false;
-          busy = true;
-        } else if (!striped.signal && left == 0) {
-          striped.active = false;
-          busy = true;
-        }
-      }
-      ProxyDesc* slot = handle_.slots + (next & mask);
-      if (!striped.active && dev::atomic_load(&slot->seq, dev::Order::Acquire) == next + 1) {
-        const Clock::time_point seen = stats_ ? Clock::now() : Clock::time_point{};
-        const int peer = slot->peer;
-        const bool data = slot->op == static_cast<std::uint32_t>(ProxyOp::Put) ||
-                          slot->op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
-        // Gets and atomics are done by their reply (which carries the ticket), not by acks.
-        const bool get = slot->op == static_cast<std::uint32_t>(ProxyOp::Get);
-        const bool request = get || slot->op == static_cast<std::uint32_t>(ProxyOp::Atomic);
-        Frame f{kFrameMagic,       slot->op,     token_,
-                slot->dst_offset,  slot->bytes,  slot->sig_offset,
-                slot->value,       slot->sig_op, slot->flags >> kProxyRegionShift,
-                request ? next : 0};
-        // Data device code left in an outbox (host memory) is sent from there, once it is known
-        // to lie inside one: the address comes from device code.
-        const bool host_source = data && (slot->flags & kProxyHostSource) != 0;
-        const bool inline_data =
-            data && (slot->flags & kProxyInline) != 0 && slot->bytes <= kProxyInlineBytes;
-        // Frames into landing regions go on their lane when their data is host memory (which a
-        // lane thread reads directly; GPU memory needs this thread's staging).
-        const int lane = f.region != 0 && lanes_ > 1 && (!data || host_source || inline_data)
-                             ? lane_of(slot->sig_offset)
-                             : 0;
-        Handed handoff{0, 0, 1};
-        if (host_source && !in_outbox(slot->src, slot->bytes)) {
-          fail_transport(
-              format("rank %d: proxy descriptor %llu sends %llu bytes from 0x%llx, "
-                     "which is not inside a landing outbox (internal error)",
-                     rank_, static_cast<unsigned long long>(next),
-                     static_cast<unsigned long long>(slot->bytes),
-                     static_cast<unsigned long long>(slot->src)));
-        } else if (peer < 0 || peer >= size || mesh_.fd(peer) < 0) {
-          fail_transport(
-              format("rank %d: proxy descriptor %llu names rank %d, which is not a "
-                     "remote peer (internal error)",
-                     rank_, static_cast<unsigned long long>(next), peer));
-        } else {
-          if (request) {
-            std::lock_guard<std::mutex> lock(requests_mutex_);
-            requests_[next] = Request{
-                peer, get, get ? slot->src : std::uint64_t{(slot->flags & kProxyFetch) != 0},
-                slot->bytes};
-          }
-          const void* from = !data         ? nullptr
-                             : inline_data ? handle_.inline_data + (next & mask) * kProxyInlineBytes
-                                           : reinterpret_cast<const void*>(slot->src);
-          const std::uint64_t bytes = data ? slot->bytes : 0;
-          const bool stripe = lanes_ > 1 && data && f.region == 0 && !inline_data && !host_source &&
-                              bytes >= stripe_min_ && unanswered[peer] == 0;
-          // Hands a frame to lane `l`; the Handed entry that says when it was sent.
-          auto hand = [&](int l, const Frame& frame, const void* src, std::uint64_t n,
-                          bool staged) {
-            Lane& ln = *lane_[static_cast<std::size_t>(l)];
-            Handed h{l, 0, 1};
-            {
-              std::lock_guard<std::mutex> lock(ln.mutex);
-              ln.queue.push_back(LaneFrame{peer, frame, src, n, staged, seen});
-              h.seq = ln.queued.load(std::memory_order_relaxed);
-              ln.queued.fetch_add(1, std::memory_order_release);
-            }
-            ln.wake.notify_one();
-            in_flight[at(peer, l)].push_back(next);
-            return h;
-          };
-          if (stripe) {
-            const std::uint64_t pieces = static_cast<std::uint64_t>(lanes_ - 1);
-            const std::uint64_t piece =
-                ((bytes + pieces - 1) / pieces + 4095) & ~std::uint64_t{4095};
-            std::uint32_t count = 0;
-            for (std::uint64_t i = 0; i * piece < bytes; ++i) {
-              Frame pf = f;
-              pf.type = static_cast<std::uint32_t>(ProxyOp::Put);
-              pf.dst_offset = f.dst_offset + i * piece;
-              pf.bytes = std::min(piece, bytes - i * piece);
-              pf.sig_offset = pf.value = 0;
-              pf.sig_op = 0;
-              Handed h = hand(1 + static_cast<int>(i), pf,
-                              static_cast<const char*>(from) + i * piece, pf.bytes, true);
-              h.advance = 0;
-              handed.push_back(h);
-              ++count;
-            }
-            handed.back().advance = 1;
-            const bool signal = slot->op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
-            owed.push_back(count + (signal ? 1 : 0));
-            striped =
-                Striped{true, peer, next, signal,
-                        Frame{kFrameMagic, static_cast<std::uint32_t>(ProxyOp::Signal), token_, 0,
-                              0, slot->sig_offset, slot->value, slot->sig_op, 0, 0}};
-            handoff.advance = 0;  // the pieces' entries move the head
-          } else if (lane > 0) {
-            handoff = hand(lane, f, from, bytes, false);
-            owed.push_back(1);
-          } else {
-            if (send_frame(peer, f, from, bytes, inline_data || host_source)) {
-              if (!request) in_flight[at(peer, 0)].push_back(next);
-              owed.push_back(1);
-              if (request) {
-                ++unanswered[peer];
-                asked[next] = peer;
-              }
-            }
-            if (stats_) lane_[0]->send_time.add(Clock::now() - seen);
-          }
-        }
-        // Consumed either way: the source was read (or never will be, or a lane reads it before
-        // the head passes it), the slot is free.
-        if (handoff.advance) handed.push_back(handoff);
-        ++next;
-        busy = true;
-      }
-      // The head passes every ticket whose frame was sent, in order.
-      const std::uint64_t head_before = head;
-      while (!handed.empty() && (handed.front().lane == 0 ||
-                                 lane_[static_cast<std::size_t>(handed.front().lane)]->sent.load(
-                                     std::memory_order_acquire) > handed.front().seq)) {
-        head += handed.front().advance;
-        handed.pop_front();
-      }
-      if (head != head_before) {
-        dev::atomic_store(&ring_->head, head, dev::Order::Release);
-        busy = true;
-      }
-      for (int p : peers) {
-        for (int lane = 0; lane < lanes_; ++lane) {
-          const std::size_t c = at(p, lane);
-          const std::uint64_t applied = applied_[c].load(std::memory_order_acquire);
-          if (applied != acks_sent[c]) {
-            Frame ack{
-                kFrameMagic, kFrameAck, token_, 0, 0, 0, 0, 0, static_cast<std::uint32_t>(lane),
-                applied};
-            if (send_frame(p, ack, nullptr, 0)) acks_sent[c] = applied;
-            busy = true;
-          }
-          const std::uint64_t acked = peer_acked_[c].load(std::memory_order_acquire);
-          while (acks_seen[c] < acked && !in_flight[c].empty()) {
-            --owed[in_flight[c].front() - done_base];
-            in_flight[c].pop_front();
-            ++acks_seen[c];
-            busy = true;
-          }
-        }
-      }
-      // Replies this rank owes (a get's data read from the heap now), and its own requests that
-      // were answered.
-      std::vector<Reply> replies;
-      std::vector<std::uint64_t> answered;
-      {
-        std::lock_guard<std::mutex> lock(replies_mutex_);
-        replies.swap(replies_);
-      }
-      {
-        std::lock_guard<std::mutex> lock(requests_mutex_);
-        answered.swap(answered_);
-      }
-      for (Reply& r : replies) {
-        const bool get_reply = r.frame.type == kFrameGetReply;
-        r.frame.count ^= bad_reply;
-        if (!send_frame(r.peer, r.frame, get_reply ? heap_base_ + r.frame.dst_offset : nullptr,
-                        get_reply ? r.frame.bytes : 0))
-          break;
-        // Release: the receiver applies nothing more from that peer before it sees this (see
-        // await_replies_sent), so the heap was read before anything the asker did next.
-        replies_sent_[r.peer].fetch_add(1, std::memory_order_release);
-        busy = true;
-      }
-      for (std::uint64_t t : answered) {
-        --owed[t - done_base];
-        if (auto it = asked.find(t); it != asked.end()) {
-          --unanswered[it->second];
-          asked.erase(it);
-        }
-        busy = true;
-      }
-      const std::uint64_t before = done_base;
-      while (!owed.empty() && owed.front() == 0) {
-        owed.pop_front();
-        ++done_base;
-      }
-      // Tickets whose frame could not be sent are never finished: quiet() then ends on the abort.
-      if (done_base != before) dev::atomic_store(&ring_->done, done_base, dev::Order::Release);
-    }
-    // Within the spin window after the last work the thread only yields, so a descriptor the
-    // device posts next is picked up at once.
-    const auto now = std::chrono::steady_clock::now();
-    if (busy) {
-      idle = 0;
-      last_work = now;
-    } else if (++idle < 64 || now - last_work < spin_) {
-      std::this_thread::yield();
-    } else {
-      // Idle: wait briefly (2-core CI machines run many ranks). The receiver's work for this
-      // thread (replies, answers, acks) wakes it at once; only a new descriptor from the device
-      // waits up to this long.
-      std::unique_lock<std::mutex> lock(wake_mutex_);
-      wake_.wait_for(lock, std::chrono::microseconds(idle < 1024 ? 20 : 200),
-                     [this] { return wake_pending_; });
-      wake_pending_ = false;
-    }
-  }
-  if (!failed()) {
-    for (int p : peers) {
-      Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
-      send_frame(p, bye, nullptr, 0);
-    }
-  }
-}
-
-int Proxy::lane_of(std::uint64_t sig_offset) const {
-  // A multiplicative hash of the word's index: the pipes' words are evenly spaced, which a plain
-  // modulo can fold onto a few lanes.
-  const std::uint64_t h = (sig_offset / 8) * 0x9E3779B97F4A7C15ull;
-  return 1 + static_cast<int>((h >> 32) % static_cast<std::uint64_t>(lanes_ - 1));
-}
-
-bool Proxy::transmit(int peer, int lane, Staging& staging, const Frame& frame, const void* data,
-                     std::size_t bytes) {
-  // A frame can make the peer answer with data this rank's receiver writes into memory that
-  // device code read before it posted the frame's descriptor (a ring message's slot, freed by
-  // the tail signal this frame carries). Device code -> this thread is ordered by the ring
-  // slot's sequence word; this release, acquired by the receiver before it writes anything,
-  // carries that order on to the receiver thread (the network round trip orders it in time
-  // only, which the memory model does not count).
-  frames_sending_.fetch_add(1, std::memory_order_release);
-  int err = 0;
-  if (staging.send(mesh_.fd(peer, lane), &frame, sizeof(frame), data, bytes,
-                   Deadline::after(timeout_s_), &err) != bootstrap::IoStatus::Ok) {
-    if (!stop_.load(std::memory_order_acquire))
-      fail_transport(format("rank %d: tcp transport: sending to rank %d on connection %d failed "
-                            "(%s); that rank failed or rejected an operation (see its log)",
-                            rank_, peer, lane, err ? std::strerror(err) : "timeout"),
-                     peer);
-    return false;
-  }
-  // Released after the data was read: see frames_sent_.
-  frames_sent_.fetch_add(1, std::memory_order_release);
-  return true;
-}
-
-void Proxy::lane_send_loop(int lane) {
-  Lane& l = *lane_[static_cast<std::size_t>(lane)];
-  Staging direct_staging(backend_, Staging::Direction::Outbound, true, 0);
-  std::uint64_t taken = 0;
-  auto last_work = Clock::now();
-  for (;;) {
-    if (l.queued.load(std::memory_order_acquire) == taken) {
-      // Nothing handed: poll within the spin window, then sleep until the sender hands a frame
-      // (it notifies) or the proxy stops. Frames handed before the stop are sent first.
-      if (stop_.load(std::memory_order_acquire)) break;
-      if (Clock::now() - last_work < spin_) {
-        std::this_thread::yield();
-        continue;
-      }
-      std::unique_lock<std::mutex> lock(l.mutex);
-      l.wake.wait_for(lock, std::chrono::milliseconds(50), [&] {
-        return l.queued.load(std::memory_order_relaxed) != taken ||
-               stop_.load(std::memory_order_acquire);
-      });
-      continue;
-    }
-    LaneFrame lf;
-    {
-      std::lock_guard<std::mutex> lock(l.mutex);
-      lf = l.queue.front();
-      l.queue.pop_front();
-    }
-    ++taken;
-    if (!failed()) {
-      if (lf.staged && !l.outbound) l.outbound = staging_for(Staging::Direction::Outbound);
-      (void)transmit(lf.peer, lane, lf.staged ? *l.outbound : direct_staging, lf.frame, lf.data,
-                     static_cast<std::size_t>(lf.bytes));
-      if (stats_) l.send_time.add(Clock::now() - lf.seen);
-    }
-    // Sent (or never will be, after a failure): the ring's head may pass the frame's ticket.
-    l.sent.fetch_add(1, std::memory_order_release);
-    nudge_sender();
-    last_work = Clock::now();
-  }
-  if (!failed())
-    for (int p : mesh_.peers()) {
-      const Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
-      (void)transmit(p, lane, direct_staging, bye, nullptr, 0);
-    }
-}
-
-void Proxy::receive_loop(int lane) {
-  std::vector<int> open = mesh_.peers();
-  std::vector<pollfd> pfds;
-  auto last_work = std::chrono::steady_clock::now();
-  while (!stop_.load(std::memory_order_acquire) && !open.empty()) {
-    settle_deliveries(lane);
-    pfds.clear();
-    for (int p : open) pfds.push_back(pollfd{mesh_.fd(p, lane), POLLIN, 0});
-    // Without blocking while deliveries are in flight (their completion is polled here) and
-    // within the spin window after the last frame; otherwise blocking, 50 ms at a time so that
-    // stop_ is looked at.
-    const auto now = std::chrono::steady_clock::now();
-    const bool spin = !lane_[lane]->delivering.empty() || now - last_work < spin_;
-    const int n = ::poll(pfds.data(), pfds.size(), spin ? 0 : 50);
-    if (n <= 0) {  // nothing, or EINTR
-      if (spin) std::this_thread::yield();
-      continue;
-    }
-    last_work = now;
-    std::vector<int> still_open;
-    for (std::size_t i = 0; i < pfds.size(); ++i) {
-      if (pfds[i].revents == 0 || receive_frame(open[i], lane)) still_open.push_back(open[i]);
-    }
-    open.swap(still_open);
-  }
-}
-
-void Proxy::settle_deliveries(int lane) {
-  Lane& ln = *lane_[static_cast<std::size_t>(lane)];
-  if (ln.delivering.empty()) return;
-  // A lane without staging has only landing frames, in place once received.
-  const std::uint64_t done = ln.inbound ? ln.inbound->completed() : ~std::uint64_t{0};
-  bool any = false;
-  while (!ln.delivering.empty() && ln.delivering.front().mark <= done) {
-    applied_[at(ln.delivering.front().peer, lane)].fetch_add(1, std::memory_order_release);
-    if (stats_) ln.deliver_time.add(Clock::now() - ln.delivering.front().queued);
-    ln.delivering.pop_front();
-    any = true;
-  }
-  if (any) nudge_sender();  // it owes those peers acks
-}
-
-bool Proxy::receive_frame(int peer, int lane) {
-  const int fd = mesh_.fd(peer, lane);
-  Lane& ln = *lane_[static_cast<std::size_t>(lane)];
-  const Deadline deadline = Deadline::after(timeout_s_);
-  Frame f{};
-  int err = 0;
-  const bootstrap::IoStatus st = bootstrap::recv_all(fd, &f, sizeof(f), deadline, &err);
-  if (st != bootstrap::IoStatus::Ok) {
-    if (!said_bye_[at(peer, lane)].load() && !stop_.load(std::memory_order_acquire))
-      fail_transport(
-          format("rank %d: tcp transport: the connection from rank %d ended (%s); that "
-                 "rank failed or rejected an operation (see its log)",
-                 rank_, peer, st == bootstrap::IoStatus::Closed ? "closed" : std::strerror(err)),
-          peer);
-    return false;
-  }
-  // The frame is here, so whatever this rank sent that it answers was sent (and its source read):
-  // see send_frame and frames_sent_.
-  (void)frames_sending_.load(std::memory_order_acquire);
-  (void)frames_sent_.load(std::memory_order_acquire);
-  // Nothing of a frame that fails a check is written; the connection is closed so the sender
-  // learns of it, and the communicator aborts.
-  auto reject = [&](const char* why) {
-    fail_transport(format(
-        "rank %d: tcp transport rejected a frame from rank %d: %s (type %u, "
-        "offset 0x%llx, %llu bytes, signal offset 0x%llx; heap holds %llu "
-        "bytes); nothing was written and the connection is closed",
-        rank_, peer, why, f.type, static_cast<unsigned long long>(f.dst_offset),
-        static_cast<unsigned long long>(f.bytes), static_cast<unsigned long long>(f.sig_offset),
-        static_cast<unsigned long long>(heap_bytes_.load())));
-    ::shutdown(fd, SHUT_RDWR);
-    return false;
-  };
-  const Clock::time_point arrived = stats_ ? Clock::now() : Clock::time_point{};
-  const Landing* land = f.region ? landing(f.region) : nullptr;
-  const FrameVerdict v = check_frame(f, token_, heap_bytes_.load(std::memory_order_acquire),
-                                     land ? land->inbox_bytes : 0);
-  // Lanes past the first carry landing-region frames and the pieces of striped puts (data
-  // without a signal) only: the sender keeps everything else on lane 0, where its order with the
-  // other operations holds.
-  if (lane > 0 && v.kind != FrameKind::Invalid && v.kind != FrameKind::Bye &&
-      !(f.region != 0 && (v.has_data() || v.has_signal())) &&
-      !(f.region == 0 && v.kind == FrameKind::Put))
-    return reject("a frame other than a landing region's or a put piece on a lane");
-  switch (v.kind) {
-    case FrameKind::Invalid: return reject(v.why);
-    case FrameKind::Bye: said_bye_[at(peer, lane)].store(true); return false;
-    case FrameKind::Ack:
-      if (f.region >= static_cast<std::uint32_t>(lanes_))
-        return reject("an ack for a connection that does not exist");
-      peer_acked_[at(peer, static_cast<int>(f.region))].store(f.count, std::memory_order_release);
-      nudge_sender();
-      return true;
-    default: break;
-  }
-  if (lane == 0 && !v.is_reply() && !await_replies_sent(peer)) return false;
-  if (v.kind == FrameKind::Get || v.kind == FrameKind::Atomic) {
-    // The puts this peer sent before are in place before a get reads (or an atomic updates)
-    // what they wrote.
-    if (!ln.inbound->settle(deadline)) {
-      fail_transport(
-          format("rank %d: proxy: the data of earlier puts did not land within %.0f s "
-                 "(the GPU did not run the proxy's copies)",
-                 rank_, timeout_s_));
-      return false;
-    }
-    // Answered by this rank's sender; not counted in applied_ (the requester finishes these by
-    // their reply, not by acks).
-    Frame reply{kFrameMagic, kFrameGetReply, token_, f.dst_offset, f.bytes, 0, 0, 0, 0, f.count};
-    if (v.kind == FrameKind::Atomic) {
-      reply.type = kFrameAtomicReply;
-      reply.value = apply_atomic(f);
-    }
-    ++replies_queued_[static_cast<std::size_t>(peer)];
-    {
-      std::lock_guard<std::mutex> lock(replies_mutex_);
-      replies_.push_back(Reply{peer, reply});
-    }
-    nudge_sender();
-    return true;
-  }
-  if (v.is_reply()) {
-    const bool get = v.kind == FrameKind::GetReply;
-    std::uint64_t addr = 0;
-    if (!take_request(f.count, peer, get, f.bytes, &addr))
-      return reject(get ? "a get reply that answers no open get of this rank (of that size)"
-                        : "an atomic reply that answers no open atomic of this rank");
-    if (get) {
-      // The asker's ticket is done (and its device reads the data) only once it is in place.
-      std::uint64_t mark = 0;
-      if (ln.inbound->receive(fd, reinterpret_cast<char*>(addr), f.bytes, nullptr, deadline, &err,
-                              &mark) != bootstrap::IoStatus::Ok ||
-          !ln.inbound->settle(deadline)) {
-        fail_transport(
-            format("rank %d: tcp transport: the data of a get from rank %d did not "
-                   "arrive (%s)",
-                   rank_, peer, err ? std::strerror(err) : "timeout or closed"));
-        return false;
-      }
-    } else if (addr && !deliver_result(f.count, f.value)) {
-      fail_transport(
-          format("rank %d: proxy: the result slot of atomic %llu was not freed within "
-                 "%.0f s (the device thread of an earlier atomic did not collect its "
-                 "result)",
-                 rank_, static_cast<unsigned long long>(f.count), timeout_s_));
-      return false;
-    }
-    {
-      std::lock_guard<std::mutex> lock(requests_mutex_);
-      answered_.push_back(f.count);
-    }
-    nudge_sender();
-    return true;
-  }
-  // Data, then the signal after it with release order (a rank that sees the new signal value also
-  // sees the data); the peer's ack waits until both are in place (settle_deliveries).
-  bootstrap::IoStatus io = bootstrap::IoStatus::Ok;
-  // A lane past the first makes its staging at its first put piece.
-  if (!land && !ln.inbound) ln.inbound = staging_for(Staging::Direction::Inbound);
-  std::uint64_t mark = ln.inbound ? ln.inbound->issued() : 0;
-  if (land) {
-    // A landing inbox is host memory: the data straight from the socket, then the signal, no GPU
-    // work. Acked in order with this peer's earlier frames: once the deliveries queued before it
-    // landed too (the mark issued last).
-    if (v.has_data() && f.bytes > 0)
-      io = bootstrap::recv_all(fd, land->inbox + f.dst_offset, f.bytes, deadline, &err);
-    if (io == bootstrap::IoStatus::Ok && v.has_signal())
-      (void)platform::apply_word_op(land->inbox + f.sig_offset, sizeof(std::uint64_t),
-                                    signal_word_op(f), f.value, 0, dev::Order::AcqRel);
-  } else {
-    const Staging::Signal signal{reinterpret_cast<std::uint64_t*>(heap_base_ + f.sig_offset),
-                                 signal_word_op(f), f.value};
-    io = ln.inbound->receive(fd, heap_base_ + f.dst_offset, v.has_data() ? f.bytes : 0,
-                             v.has_signal() ? &signal : nullptr, deadline, &err, &mark);
-  }
-  if (io != bootstrap::IoStatus::Ok) {
-    fail_transport(
-        format("rank %d: tcp transport: the data of a put from rank %d did not arrive "
-               "(%s)",
-               rank_, peer, err ? std::strerror(err) : "timeout or closed"));
-    return false;
-  }
-  const Clock::time_point queued = stats_ ? Clock::now() : Clock::time_point{};
-  if (stats_) ln.receive_time.add(queued - arrived);
-  ln.delivering.push_back(Delivering{mark, peer, queued});
-  settle_deliveries(lane);
-  return true;
-}
-
-bool Proxy::await_replies_sent(int peer) {
-  const std::uint64_t queued = replies_queued_[static_cast<std::size_t>(peer)];
-  while (replies_sent_[peer].load(std::memory_order_acquire) < queued) {
-    if (failed() || stop_.load(std::memory_order_acquire)) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
-void Proxy::nudge_sender() {
-  {
-    std::lock_guard<std::mutex> lock(wake_mutex_);
-    wake_pending_ = true;
-  }
-  wake_.notify_one();
-}
-
-std::uint64_t Proxy::apply_atomic(const Frame& f) {
-  platform::WordOp op = platform::WordOp::Load;
-  switch (static_cast<AtomicOp>(f.sig_op)) {
-    case AtomicOp::Fetch: op = platform::WordOp::Load; break;
-    case AtomicOp::Set: op = platform::WordOp::Store; break;
-    case AtomicOp::Add:
-    case AtomicOp::FetchAdd: op = platform::WordOp::Add; break;
-    case AtomicOp::CompareSwap: op = platform::WordOp::CompareSwap; break;
-    case AtomicOp::Swap: op = platform::WordOp::Exchange; break;
-  }
-  return lane_[0]->inbound->word_atomic(heap_base_ + f.dst_offset, static_cast<unsigned>(f.bytes),
-                                        op, f.value, f.sig_offset);
-}
-
 bool Proxy::deliver_result(std::uint64_t ticket, std::uint64_t value) {
   ProxyResult* r = handle_.results + (ticket & (handle_.capacity - 1));
   const Deadline deadline = Deadline::after(timeout_s_);
@@ -850,16 +170,16 @@ bool Proxy::deliver_result(std::uint64_t ticket, std::uint64_t value) {
   return true;
 }
 
-bool Proxy::take_request(std::uint64_t ticket, int peer, bool get, std::uint64_t bytes,
-                         std::uint64_t* addr) {
-  std::lock_guard<std::mutex> lock(requests_mutex_);
-  const auto it = requests_.find(ticket);
-  if (it == requests_.end() || it->second.peer != peer || it->second.get != get ||
-      (get && it->second.bytes != bytes))
-    return false;
-  *addr = it->second.addr;
-  requests_.erase(it);
-  return true;
+std::unique_ptr<Proxy> make_proxy(const std::string& net, platform::Backend& backend,
+                                  Bootstrap& bootstrap, const std::vector<int>& node_of_rank,
+                                  char* heap_base, std::uint64_t heap_bytes, DeviceControl* control,
+                                  StreamRef stream, double timeout_s,
+                                  std::function<void(int)> on_link_lost) {
+  if (net == "ucx")
+    return make_ucx_proxy(backend, bootstrap, node_of_rank, heap_base, heap_bytes, control, stream,
+                          timeout_s, std::move(on_link_lost));
+  return std::make_unique<TcpProxy>(backend, bootstrap, node_of_rank, heap_base, heap_bytes,
+                                    control, stream, timeout_s, std::move(on_link_lost));
 }
 
 }  // namespace gnio::proxy

@@ -1,0 +1,204 @@
+// The proxy transport over the tcp backend (transport/net/tcp/): the progress threads that carry
+// the ring's operations (proxy.hpp) to ranks on other nodes as framed messages and apply what
+// those ranks send here.
+//
+// Two threads per communicator, so that neither can block the other: the sender drains the ring
+// in ticket order, writes each operation as one frame (header + payload read straight from the
+// source) to the target's connection, and writes the acknowledgements the receiver owes; the
+// receiver only reads. With GNIO_NET_NSOCKS > 1 every peer has more connections ("lanes"), each
+// with a sending and a receiving thread of its own: lane 0 carries the device API's operations,
+// requests, replies and every ack (in order, so fence and quiet hold); the others carry the
+// frames into landing regions (collectives' pipes), which the sender hands to the lane of their
+// signal word, so that one pipe's messages stay in order while different pipes move in parallel.
+// The ring's head (slot free, source read) passes a ticket only once its frame was sent, by
+// whichever thread sent it. A receiver it validates every frame (magic, job token, byte range
+// inside the region it names, aligned signal word) before writing a byte, applies data then signal,
+// and counts what it applied. A frame names either this rank's symmetric heap (what the device API
+// reaches) or one of the proxy's landing regions (host memory that collectives' pipes to other
+// nodes use: written straight from the socket, signals with host atomics). Data for the heap goes
+// through the receiving Staging's deliveries, which the thread queues without waiting; a put counts
+// as applied (and is acked) once its delivery completed. Gets and atomics are requests: the
+// target's receiver applies an atomic (or notes a get) and queues the reply, which its sender
+// writes (a get's data read from the heap then); the requester's receiver accepts a reply only for
+// a request of its own that is still open (same peer, same size), writes the data or old value
+// where the device asked, and the request's ticket is done. A frame that fails validation is an
+// error: nothing of it is written, the connection is closed and the communicator aborts (as does
+// the sender's side once it sees the connection end). Every byte and word of this rank's memory is
+// moved through a Staging (staging.hpp): directly on the host backend, through page-locked bounce
+// buffers and a one-thread kernel for signals and atomics on GPUs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "gnio/bootstrap.hpp"
+#include "gnio/device/proxy_ring.hpp"
+#include "gnio/device/status.hpp"
+#include "platform/backend.hpp"
+#include "transport/net/tcp/tcp_mesh.hpp"
+#include "transport/proxy/proxy.hpp"
+#include "transport/proxy/proxy_frame.hpp"
+#include "transport/proxy/staging.hpp"
+
+namespace gnio::proxy {
+
+/// The proxy of one communicator over TCP.
+class TcpProxy final : public Proxy {
+ public:
+  /// Collective over every rank (connects the mesh); the arguments are Proxy's.
+  TcpProxy(platform::Backend& backend, Bootstrap& bootstrap, const std::vector<int>& node_of_rank,
+           char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, StreamRef stream,
+           double timeout_s, std::function<void(int)> on_link_lost);
+  /// Says goodbye to every peer and stops the threads. Call after the final barrier (every rank
+  /// drained), so no peer takes the closed connections for a failure.
+  ~TcpProxy() override;
+
+ private:
+  void send_loop();
+  /// Receives on lane `lane` of every peer until each said goodbye (or stop).
+  void receive_loop(int lane);
+  /// Sends the frames handed to lane `lane` (> 0).
+  void lane_send_loop(int lane);
+  /// Reads and applies one frame from `peer` on lane `lane`; false when the connection ended or
+  /// was rejected.
+  bool receive_frame(int peer, int lane);
+  /// The lane (> 0) of a landing frame that signals `sig_offset`: one pipe's frames share it.
+  int lane_of(std::uint64_t sig_offset) const;
+  /// Index of (peer, lane) in the per-connection arrays (the mesh's layout).
+  std::size_t at(int peer, int lane) const { return mesh_.connection(peer, lane); }
+  /// Writes `frame` and `bytes` of `data` (read through `staging`) to connection `lane` of
+  /// `peer`, between the releases receivers acquire (frames_sending_ before, frames_sent_ after);
+  /// a failure fails the transport naming the peer, unless the proxy is stopping. False on
+  /// failure.
+  bool transmit(int peer, int lane, Staging& staging, const Frame& frame, const void* data,
+                std::size_t bytes);
+  /// Waits until the sender has sent every reply this receiver queued for `peer` (a get's data is
+  /// read from the heap while it is sent): the asker may have sent the frame at hand after it
+  /// received such a reply, and that frame may write what the reply read. False when the
+  /// transport failed or is stopping.
+  bool await_replies_sent(int peer);
+  /// Wakes the sender from its idle wait: the receiver queued something for it (a reply, an
+  /// answered request, an ack to send or one received).
+  void nudge_sender();
+  /// Applies an Atomic frame to this rank's heap; returns the old value (zero-extended).
+  std::uint64_t apply_atomic(const Frame& f);
+  /// Counts the frames received on lane `lane` whose deliveries completed as applied (the sender
+  /// acks them), in arrival order.
+  void settle_deliveries(int lane);
+  /// A Staging of this proxy's kind (direct or through bounce buffers) for one thread.
+  std::unique_ptr<Staging> staging_for(Staging::Direction direction) const;
+  /// Takes the open request `ticket` if `peer` owes its reply and it is a get (of `bytes`) or an
+  /// atomic as `get` says; false (nothing taken) otherwise.
+  bool take_request(std::uint64_t ticket, int peer, bool get, std::uint64_t bytes,
+                    std::uint64_t* addr);
+
+  /// A get or atomic of this rank waiting for its reply.
+  struct Request {
+    int peer;
+    bool get;
+    std::uint64_t addr;   ///< get: where the data goes; atomic: nonzero if the old value is wanted
+    std::uint64_t bytes;  ///< get: data bytes
+  };
+  using Clock = std::chrono::steady_clock;
+  /// A put from `peer` whose delivery (data, signal) completes at `mark` (Staging::completed()),
+  /// queued at `queued` (GNIO_PROXY_STATS).
+  struct Delivering {
+    std::uint64_t mark;
+    int peer;
+    Clock::time_point queued;
+  };
+  /// One stage's durations (GNIO_PROXY_STATS: printed per connection when the proxy ends;
+  /// sending: descriptor seen -> frame and data handed to the socket; receiving: header read ->
+  /// data read and its delivery queued; delivering: queued -> data and signal in place): count,
+  /// sum, largest.
+  struct StageTime {
+    std::uint64_t n = 0, total_ns = 0, max_ns = 0;
+    void add(Clock::duration d);
+    std::string describe(const char* name) const;
+  };
+  /// A frame the sender handed to a lane (> 0): data that stays valid until the lane says it was
+  /// sent: host memory (an outbox, the ring slot's inline buffer) or, `staged`, a piece of a
+  /// striped put's source, which the lane reads through its own staging.
+  struct LaneFrame {
+    int peer;
+    Frame frame;
+    const void* data;
+    std::uint64_t bytes;
+    bool staged;
+    Clock::time_point seen;
+  };
+  /// Connection `lane` to every peer. Lane 0's sending and receiving threads are sender_ and
+  /// receiver_; every other lane has its own (`sender`, `receiver`), fed through `queue`.
+  struct Lane {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::deque<LaneFrame> queue;
+    std::atomic<std::uint64_t> queued{0};  ///< frames handed (written under `mutex`)
+    std::atomic<std::uint64_t> sent{0};    ///< frames sent (or dropped after a failure)
+    /// The sending thread's staging (lanes > 0: made at their first striped piece).
+    std::unique_ptr<Staging> outbound;
+    /// The receiving thread's staging (lanes > 0: made at their first striped piece) and the
+    /// frames received, not yet in place, in arrival (= ack) order.
+    std::unique_ptr<Staging> inbound;
+    std::deque<Delivering> delivering;
+    StageTime send_time, receive_time, deliver_time;  ///< GNIO_PROXY_STATS
+    std::thread sender, receiver;
+  };
+  /// A reply this rank owes a peer: the frame (a GetReply's data is read when it is sent).
+  struct Reply {
+    int peer;
+    Frame frame;
+  };
+
+  net::TcpMesh mesh_;
+  // How the threads reach this rank's memory (Staging's `direct`, GNIO_PROXY_CHUNK), and the
+  // smallest heap put spread over the lanes (GNIO_NET_STRIPE_MIN).
+  bool direct_ = false;
+  std::size_t chunk_ = 0;
+  std::uint64_t stripe_min_ = 0;
+  // Connections per peer (GNIO_NET_NSOCKS), one Lane each.
+  int lanes_ = 1;
+  std::vector<std::unique_ptr<Lane>> lane_;
+  // Per connection (at(peer, lane)): operations the receiver applied from it (the sender turns
+  // them into acks), the peer's acks of our operations, and whether the peer said goodbye.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> peer_acked_;
+  std::unique_ptr<std::atomic<bool>[]> said_bye_;
+  // Requests by ticket (sender inserts before sending, receiver takes on the reply) and the
+  // tickets answered since the sender last looked.
+  std::mutex requests_mutex_;
+  std::unordered_map<std::uint64_t, Request> requests_;
+  std::vector<std::uint64_t> answered_;
+  // Replies the receiver queued for the sender.
+  std::mutex replies_mutex_;
+  std::vector<Reply> replies_;
+  // Per peer: replies queued for it (receiver thread only) and sent to it (by the sender).
+  std::vector<std::uint64_t> replies_queued_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> replies_sent_;
+  // The sender's idle wait (the device side cannot notify; the receiver can).
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool wake_pending_ = false;
+  /// Frames the sender thread has begun to send (released before each send, acquired by the
+  /// receiver before it applies a frame; see send_loop).
+  std::atomic<std::uint64_t> frames_sending_{0};
+  /// Frames any sending thread has sent (released after each send, once its source was read;
+  /// acquired by every receiving thread before it applies a frame): a peer's answer to a frame
+  /// (a collective's consumption signal) may let device code here overwrite that frame's source
+  /// (an outbox sub-slot), which the receiving thread's release of the signal then follows.
+  std::atomic<std::uint64_t> frames_sent_{0};
+  std::thread sender_;
+  std::thread receiver_;
+};
+
+}  // namespace gnio::proxy

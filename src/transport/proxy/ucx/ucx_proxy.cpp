@@ -1,0 +1,523 @@
+// The UCX proxy (see ucx_proxy.hpp). Built only with UCX (GNIO_HAVE_UCX).
+#include "transport/proxy/ucx_proxy.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "base/fail.hpp"
+#include "gnio/config.hpp"
+#include "gnio/device/atomic.hpp"
+#include "gnio/device/device_comm.hpp"
+#include "gnio/log.hpp"
+#include "transport/net/ucx/ucx_mesh.hpp"
+
+namespace gnio::proxy {
+namespace {
+
+class UcxProxy final : public Proxy {
+ public:
+  UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
+           char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, StreamRef stream,
+           double timeout_s, std::function<void(int)> on_link_lost);
+  /// Stops the proxy thread, waits (through the bootstrap, unless the communicator aborted) until
+  /// every rank stopped its own, then closes the endpoints: none is then taken for a failure.
+  ~UcxProxy() override;
+
+  void set_heap_bytes(std::uint64_t bytes) override;
+
+ private:
+  /// One ticket taken from the ring, until it is done. Lives in tickets_ (a deque: UCX's
+  /// completion callbacks hold its address).
+  struct Ticket {
+    UcxProxy* proxy = nullptr;
+    std::uint64_t number = 0;
+    int peer = -1;
+    std::uint32_t pending = 0;         ///< UCX requests not completed yet
+    std::uint32_t source_pending = 0;  ///< of those, puts that may still read their source
+    bool remote = false;               ///< complete only once a flush issued after it completed
+    bool fetch = false;                ///< a fetching atomic: its old value goes to the device
+    unsigned width = 8;                ///< the atomic's width
+    std::uint64_t operand = 0;
+    std::uint64_t reply = 0;  ///< an atomic's old value (CompareSwap: the new value first)
+  };
+  /// The worker flush in flight: when it completes every ticket below `target` was applied.
+  struct Flush {
+    UcxProxy* proxy = nullptr;
+    bool in_flight = false;
+    std::uint64_t target = 0;
+  };
+
+  void landing_added(const Landing& region) override;
+  void progress_loop();
+  /// Turns `d` into UCX operations for ticket `t`. False when the transport failed.
+  bool issue(Ticket& t, const ProxyDesc& d);
+  /// Puts `bytes` from `src` at `offset` of `region` (0 = heap) of t's peer, one operation per
+  /// registered segment it spans.
+  bool put(Ticket& t, std::uint32_t region, std::uint64_t offset, const char* src,
+           std::uint64_t bytes);
+  /// Updates the 8-byte signal word at `offset` of `region` of t's peer.
+  bool signal(Ticket& t, std::uint32_t region, std::uint64_t offset, std::uint32_t op,
+              std::uint64_t value);
+  bool get(Ticket& t, std::uint64_t offset, char* dst, std::uint64_t bytes);
+  bool atomic(Ticket& t, const ProxyDesc& d);
+  /// Where [offset, offset + bytes) of `region` of `peer` starts (`addr`, `key`) and how much of
+  /// it one registration covers (`span`); false when it lies outside what was registered.
+  bool locate(int peer, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes,
+              std::uint64_t* addr, ucp_rkey_h* key, std::uint64_t* span);
+  /// Accounts for the request `r` a UCX call returned for `t`; false (transport failed) on error.
+  bool started(ucs_status_ptr_t r, Ticket& t, bool reads_source, const char* what);
+  /// Orders the next operation after every earlier one (the device API's per-peer order).
+  void order();
+  /// Fails the transport for a descriptor that names what no peer registered (device code
+  /// passed a bad offset, or an internal error).
+  bool refuse(const Ticket& t, const char* what);
+  static void on_done(void* request, ucs_status_t status, void* user_data);
+  static void on_source_done(void* request, ucs_status_t status, void* user_data);
+  static void on_flushed(void* request, ucs_status_t status, void* user_data);
+  /// A UCX request of `t` ended with `status`.
+  void completed(Ticket& t, ucs_status_t status, bool reads_source);
+
+  Bootstrap& bootstrap_;
+  net::UcxMesh mesh_;
+  bool device_heap_ = false;
+  // Registrations: the heap's segments (one per growth, ascending offsets, covering
+  // [0, exposed_)) and the landing inboxes (id - 1). Appended by the collective thread, read by
+  // the proxy thread.
+  struct Segment {
+    std::uint64_t offset;
+    std::unique_ptr<net::UcxMesh::Region> region;
+  };
+  std::mutex regions_mutex_;
+  std::vector<Segment> segments_;
+  std::uint64_t exposed_ = 0;
+  std::vector<std::unique_ptr<net::UcxMesh::Region>> inboxes_;
+  // Proxy thread only.
+  std::deque<Ticket> tickets_;
+  std::uint64_t flushed_ = 0;
+  Flush flush_;
+  bool issued_ = false;  // an operation was issued since the last fence
+  std::uint64_t operations_ = 0, fences_ = 0, flushes_ = 0;  // GNIO_PROXY_STATS
+  std::thread thread_;
+};
+
+UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
+                   char* heap_base, std::uint64_t heap_bytes, DeviceControl* control,
+                   StreamRef stream, double timeout_s, std::function<void(int)> on_link_lost)
+    : Proxy(backend, bs, heap_base, heap_bytes, control, stream, timeout_s,
+            std::move(on_link_lost)),
+      bootstrap_(bs),
+      mesh_(bs, node_of_rank, [this](int peer, const std::string& why) {
+        if (!stop_.load(std::memory_order_acquire))
+          fail_transport(format("rank %d: ucx transport: the endpoint to rank %d failed (%s); that "
+                                "rank failed or its link is down",
+                                rank_, peer, why.c_str()),
+                         peer);
+      }) {
+  device_heap_ = backend_.kind() != platform::BackendKind::Host;
+  // Every rank decides alike (same build, same UCX), so a refusal is collective.
+  if (device_heap_ && !mesh_.reaches_cuda_memory())
+    fail(ErrorClass::Unsupported,
+         "rank %d: GNIO_NET=ucx: this UCX (%s) cannot reach GPU memory (built without CUDA "
+         "support), and the symmetric heap is GPU memory; use GNIO_NET=tcp (which stages through "
+         "host memory) or a UCX built with CUDA (for example PyPI's libucx-cu12, UCX_ROOT at "
+         "configure time)",
+         rank_, ucp_get_version_string());
+  flush_.proxy = this;
+  set_heap_bytes(heap_bytes);
+  thread_ = std::thread([this] { run_guarded("ucx", [this] { progress_loop(); }); });
+}
+
+UcxProxy::~UcxProxy() {
+  stop_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+  if (!failed() && dev::atomic_load(&control_->abort, dev::Order::Acquire) == 0) {
+    try {
+      bootstrap_.barrier();
+    } catch (const std::exception& e) {
+      GNIO_INFO(Proxy, "rank %d: ucx transport teardown: %s", rank_, e.what());
+    }
+  }
+  mesh_.close(5.0);
+  if (stats())
+    std::fprintf(
+        stderr, "gnio proxy stats, rank %d, ucx: %llu operations, %llu fences, %llu flushes\n",
+        rank_, static_cast<unsigned long long>(operations_),
+        static_cast<unsigned long long>(fences_), static_cast<unsigned long long>(flushes_));
+  for (Segment& s : segments_) mesh_.release(*s.region);
+  for (auto& r : inboxes_) mesh_.release(*r);
+}
+
+void UcxProxy::set_heap_bytes(std::uint64_t bytes) {
+  std::uint64_t from = 0;
+  {
+    std::lock_guard<std::mutex> lock(regions_mutex_);
+    from = exposed_;
+  }
+  if (bytes > from) {
+    // Collective (every rank's heap grew alike); outside the lock, so the proxy thread keeps
+    // progressing the peers' operations meanwhile.
+    auto region = mesh_.expose(heap_base_ + from, bytes - from, device_heap_);
+    std::lock_guard<std::mutex> lock(regions_mutex_);
+    segments_.push_back(Segment{from, std::move(region)});
+    exposed_ = bytes;
+  }
+  Proxy::set_heap_bytes(bytes);
+}
+
+void UcxProxy::landing_added(const Landing& region) {
+  auto r = mesh_.expose(region.inbox, region.inbox_bytes, false);
+  std::lock_guard<std::mutex> lock(regions_mutex_);
+  inboxes_.push_back(std::move(r));
+}
+
+bool UcxProxy::locate(int peer, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes,
+                      std::uint64_t* addr, ucp_rkey_h* key, std::uint64_t* span) {
+  std::lock_guard<std::mutex> lock(regions_mutex_);
+  const auto p = static_cast<std::size_t>(peer);
+  if (region != 0) {
+    if (region > inboxes_.size()) return false;
+    const net::UcxMesh::Region& r = *inboxes_[region - 1];
+    if (offset > r.bytes || bytes > r.bytes - offset) return false;
+    *addr = r.remote_base[p] + offset;
+    *key = r.rkey[p];
+    *span = bytes;
+    return true;
+  }
+  if (offset >= exposed_ || bytes > exposed_ - offset) return false;
+  for (const Segment& s : segments_) {
+    if (offset < s.offset || offset - s.offset >= s.region->bytes) continue;
+    *addr = s.region->remote_base[p] + (offset - s.offset);
+    *key = s.region->rkey[p];
+    *span = std::min(bytes, s.region->bytes - (offset - s.offset));
+    return true;
+  }
+  return false;
+}
+
+void UcxProxy::order() {
+  if (issued_) {
+    const ucs_status_t st = ucp_worker_fence(mesh_.worker());
+    if (st != UCS_OK)
+      fail_transport(format("rank %d: ucx transport: ucp_worker_fence failed: %s", rank_,
+                            net::ucx_status(st).c_str()));
+    ++fences_;
+  }
+  issued_ = true;
+  ++operations_;
+}
+
+bool UcxProxy::refuse(const Ticket& t, const char* what) {
+  fail_transport(
+      format("rank %d: ucx transport: proxy descriptor %llu to rank %d %s (internal "
+             "error, or device code passed an offset outside the symmetric heap)",
+             rank_, static_cast<unsigned long long>(t.number), t.peer, what));
+  return false;
+}
+
+void UcxProxy::completed(Ticket& t, ucs_status_t status, bool reads_source) {
+  --t.pending;
+  if (reads_source) --t.source_pending;
+  if (status != UCS_OK && !stop_.load(std::memory_order_acquire))
+    fail_transport(format("rank %d: ucx transport: an operation to rank %d failed: %s", rank_,
+                          t.peer, net::ucx_status(status).c_str()),
+                   t.peer);
+}
+
+void UcxProxy::on_done(void* request, ucs_status_t status, void* user_data) {
+  auto* t = static_cast<Ticket*>(user_data);
+  t->proxy->completed(*t, status, false);
+  ucp_request_free(request);
+}
+
+void UcxProxy::on_source_done(void* request, ucs_status_t status, void* user_data) {
+  auto* t = static_cast<Ticket*>(user_data);
+  t->proxy->completed(*t, status, true);
+  ucp_request_free(request);
+}
+
+void UcxProxy::on_flushed(void* request, ucs_status_t status, void* user_data) {
+  auto* f = static_cast<Flush*>(user_data);
+  f->in_flight = false;
+  if (status == UCS_OK)
+    f->proxy->flushed_ = f->target;
+  else if (!f->proxy->stop_.load(std::memory_order_acquire))
+    f->proxy->fail_transport(format("rank %d: ucx transport: a flush failed: %s", f->proxy->rank_,
+                                    net::ucx_status(status).c_str()));
+  ucp_request_free(request);
+}
+
+bool UcxProxy::started(ucs_status_ptr_t r, Ticket& t, bool reads_source, const char* what) {
+  if (r == nullptr) return true;  // completed at once
+  if (UCS_PTR_IS_ERR(r)) {
+    fail_transport(format("rank %d: ucx transport: %s to rank %d failed: %s", rank_, what, t.peer,
+                          net::ucx_status(UCS_PTR_STATUS(r)).c_str()),
+                   t.peer);
+    return false;
+  }
+  ++t.pending;
+  if (reads_source) ++t.source_pending;
+  return true;
+}
+
+bool UcxProxy::put(Ticket& t, std::uint32_t region, std::uint64_t offset, const char* src,
+                   std::uint64_t bytes) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = &UcxProxy::on_source_done;
+  param.user_data = &t;
+  while (bytes > 0) {
+    std::uint64_t addr = 0, span = 0;
+    ucp_rkey_h key = nullptr;
+    if (!locate(t.peer, region, offset, bytes, &addr, &key, &span))
+      return refuse(t, "writes outside the memory the peer registered");
+    if (!started(ucp_put_nbx(mesh_.ep(t.peer), src, span, addr, key, &param), t, true, "a put"))
+      return false;
+    offset += span;
+    src += span;
+    bytes -= span;
+  }
+  t.remote = true;
+  return true;
+}
+
+bool UcxProxy::signal(Ticket& t, std::uint32_t region, std::uint64_t offset, std::uint32_t op,
+                      std::uint64_t value) {
+  std::uint64_t addr = 0, span = 0;
+  ucp_rkey_h key = nullptr;
+  if (offset % 8 != 0 || !locate(t.peer, region, offset, 8, &addr, &key, &span) || span != 8)
+    return refuse(t, "names a signal word outside the peer's registered memory or unaligned");
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+  param.cb.send = &UcxProxy::on_done;
+  param.user_data = &t;
+  param.datatype = ucp_dt_make_contig(8);
+  t.operand = value;
+  ucp_atomic_op_t aop = UCP_ATOMIC_OP_ADD;
+  if (op == static_cast<std::uint32_t>(SignalOp::Set)) {
+    // A swap needs somewhere to put the old value; nobody reads it.
+    aop = UCP_ATOMIC_OP_SWAP;
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    param.reply_buffer = &t.reply;
+  }
+  if (!started(ucp_atomic_op_nbx(mesh_.ep(t.peer), aop, &t.operand, 1, addr, key, &param), t, false,
+               "a signal"))
+    return false;
+  t.remote = true;
+  return true;
+}
+
+bool UcxProxy::get(Ticket& t, std::uint64_t offset, char* dst, std::uint64_t bytes) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = &UcxProxy::on_done;
+  param.user_data = &t;
+  while (bytes > 0) {
+    std::uint64_t addr = 0, span = 0;
+    ucp_rkey_h key = nullptr;
+    if (!locate(t.peer, 0, offset, bytes, &addr, &key, &span))
+      return refuse(t, "reads outside the memory the peer registered");
+    if (!started(ucp_get_nbx(mesh_.ep(t.peer), dst, span, addr, key, &param), t, false, "a get"))
+      return false;
+    offset += span;
+    dst += span;
+    bytes -= span;
+  }
+  return true;
+}
+
+bool UcxProxy::atomic(Ticket& t, const ProxyDesc& d) {
+  const auto width = static_cast<unsigned>(d.bytes);
+  std::uint64_t addr = 0, span = 0;
+  ucp_rkey_h key = nullptr;
+  if ((width != 4 && width != 8) || d.dst_offset % width != 0 || d.sig_op >= kAtomicOpCount ||
+      !locate(t.peer, 0, d.dst_offset, width, &addr, &key, &span) || span != width)
+    return refuse(t,
+                  "asks for an atomic on a word that is misaligned, of a width other than 4 "
+                  "or 8, outside the registered heap, or an unknown operation");
+  const std::uint64_t mask = width == 8 ? ~std::uint64_t{0} : 0xffffffffull;
+  t.width = width;
+  t.fetch = (d.flags & kProxyFetch) != 0;
+  t.operand = d.value & mask;
+  bool reply = true;
+  ucp_atomic_op_t aop = UCP_ATOMIC_OP_ADD;
+  switch (static_cast<AtomicOp>(d.sig_op)) {
+    case AtomicOp::Fetch:
+      aop = UCP_ATOMIC_OP_OR;
+      t.operand = 0;
+      break;
+    case AtomicOp::Set:
+    case AtomicOp::Swap: aop = UCP_ATOMIC_OP_SWAP; break;
+    case AtomicOp::Add: reply = false; break;
+    case AtomicOp::FetchAdd: break;
+    case AtomicOp::CompareSwap:
+      // UCX: `buffer` holds the expected value, the reply buffer the new one (and then the old).
+      aop = UCP_ATOMIC_OP_CSWAP;
+      t.operand = d.sig_offset & mask;
+      t.reply = d.value & mask;
+      break;
+  }
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+  param.cb.send = &UcxProxy::on_done;
+  param.user_data = &t;
+  param.datatype = ucp_dt_make_contig(width);
+  if (reply) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    param.reply_buffer = &t.reply;
+  } else {
+    t.remote = true;  // a posted add completes here at once; a flush says it landed
+  }
+  return started(ucp_atomic_op_nbx(mesh_.ep(t.peer), aop, &t.operand, 1, addr, key, &param), t,
+                 false, "an atomic");
+}
+
+bool UcxProxy::issue(Ticket& t, const ProxyDesc& d) {
+  if (t.peer < 0 || t.peer >= size_ || !mesh_.ep(t.peer))
+    return refuse(t, "names a rank that is not a remote peer");
+  const std::uint32_t region = d.flags >> kProxyRegionShift;
+  switch (static_cast<ProxyOp>(d.op)) {
+    case ProxyOp::Put:
+    case ProxyOp::PutSignal: {
+      const bool inline_data = (d.flags & kProxyInline) != 0 && d.bytes <= kProxyInlineBytes;
+      if ((d.flags & kProxyHostSource) != 0 && !in_outbox(d.src, d.bytes))
+        return refuse(t, "sends from host memory outside every landing outbox");
+      const char* src = inline_data ? handle_.inline_data +
+                                          (t.number & (handle_.capacity - 1)) * kProxyInlineBytes
+                                    : reinterpret_cast<const char*>(d.src);
+      order();
+      if (!put(t, region, d.dst_offset, src, d.bytes)) return false;
+      if (d.op == static_cast<std::uint32_t>(ProxyOp::Put)) return true;
+      order();  // the signal lands after the data
+      return signal(t, region, d.sig_offset, d.sig_op, d.value);
+    }
+    case ProxyOp::Signal: order(); return signal(t, region, d.sig_offset, d.sig_op, d.value);
+    case ProxyOp::Get:
+      if (region != 0) return refuse(t, "reads a landing region");
+      order();
+      return get(t, d.dst_offset, reinterpret_cast<char*>(d.src), d.bytes);
+    case ProxyOp::Atomic:
+      if (region != 0) return refuse(t, "updates a landing region");
+      order();
+      return atomic(t, d);
+  }
+  return refuse(t, "has an unknown operation");
+}
+
+void UcxProxy::progress_loop() {
+  using Clock = std::chrono::steady_clock;
+  const std::uint64_t mask = handle_.capacity - 1;
+  ucp_worker_h worker = mesh_.worker();
+  int efd = -1;
+  if (ucp_worker_get_efd(worker, &efd) != UCS_OK) efd = -1;
+  std::uint64_t next = 0, head = 0, done = 0, flush_needed = 0;
+  std::vector<Ticket*> fetching;  // fetching atomics whose value is not delivered yet
+  unsigned idle = 0;
+  auto last_work = Clock::now();
+  while (!stop_.load(std::memory_order_acquire)) {
+    bool busy = false;
+    if (!failed()) {
+      for (int taken = 0; taken < 64; ++taken) {
+        const ProxyDesc* slot = handle_.slots + (next & mask);
+        if (dev::atomic_load(&slot->seq, dev::Order::Acquire) != next + 1) break;
+        const ProxyDesc d = *slot;
+        tickets_.push_back(Ticket{});
+        Ticket& t = tickets_.back();
+        t.proxy = this;
+        t.number = next;
+        t.peer = d.peer;
+        if (!issue(t, d)) break;
+        if (t.remote) flush_needed = next + 1;
+        if (t.fetch) fetching.push_back(&t);
+        ++next;
+        busy = true;
+      }
+    }
+    while (ucp_worker_progress(worker) != 0) busy = true;
+    if (!failed()) {
+      for (std::size_t i = 0; i < fetching.size();) {
+        Ticket& t = *fetching[i];
+        if (t.pending != 0) {
+          ++i;
+          continue;
+        }
+        const std::uint64_t value = t.width == 8 ? t.reply : (t.reply & 0xffffffffull);
+        if (!deliver_result(t.number, value)) {
+          fail_transport(
+              format("rank %d: proxy: the result slot of atomic %llu was not freed "
+                     "within %.0f s (the device thread of an earlier atomic did not "
+                     "collect its result)",
+                     rank_, static_cast<unsigned long long>(t.number), timeout_s_));
+          break;
+        }
+        t.fetch = false;
+        fetching[i] = fetching.back();
+        fetching.pop_back();
+        busy = true;
+      }
+      // The head passes every ticket whose sources were read, in order.
+      const std::uint64_t head_before = head;
+      while (head < next && tickets_[head - done].source_pending == 0) ++head;
+      if (head != head_before) publish_head(head);
+      if (!flush_.in_flight && flush_needed > flushed_) {
+        ucp_request_param_t param{};
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        param.cb.send = &UcxProxy::on_flushed;
+        param.user_data = &flush_;
+        ++flushes_;
+        const ucs_status_ptr_t r = ucp_worker_flush_nbx(worker, &param);
+        if (r == nullptr) {
+          flushed_ = next;
+        } else if (UCS_PTR_IS_ERR(r)) {
+          fail_transport(format("rank %d: ucx transport: a flush failed: %s", rank_,
+                                net::ucx_status(UCS_PTR_STATUS(r)).c_str()));
+        } else {
+          flush_.in_flight = true;
+          flush_.target = next;
+        }
+        busy = true;
+      }
+      const std::uint64_t done_before = done;
+      while (!tickets_.empty() && done < head) {
+        const Ticket& t = tickets_.front();
+        if (t.pending != 0 || t.fetch || (t.remote && t.number >= flushed_)) break;
+        tickets_.pop_front();
+        ++done;
+      }
+      if (done != done_before) publish_done(done);
+    }
+    const auto now = Clock::now();
+    if (busy) {
+      idle = 0;
+      last_work = now;
+    } else if (++idle < 64 || now - last_work < spin()) {
+      std::this_thread::yield();
+    } else if (efd >= 0 && ucp_worker_arm(worker) == UCS_OK) {
+      // Asleep until the network has something (a peer's operation to apply, a completion) or,
+      // for a descriptor from the device (which cannot wake us), a short while.
+      pollfd p{efd, POLLIN, 0};
+      const timespec wait{0, idle < 1024 ? 20000L : 200000L};
+      (void)::ppoll(&p, 1, &wait, nullptr);
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Proxy> make_ucx_proxy(platform::Backend& backend, Bootstrap& bootstrap,
+                                      const std::vector<int>& node_of_rank, char* heap_base,
+                                      std::uint64_t heap_bytes, DeviceControl* control,
+                                      StreamRef stream, double timeout_s,
+                                      std::function<void(int)> on_link_lost) {
+  return std::make_unique<UcxProxy>(backend, bootstrap, node_of_rank, heap_base, heap_bytes,
+                                    control, stream, timeout_s, std::move(on_link_lost));
+}
+
+}  // namespace gnio::proxy

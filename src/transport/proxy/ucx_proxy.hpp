@@ -1,0 +1,31 @@
+// The proxy transport over UCX (GNIO_NET=ucx): one proxy thread drains the ring in ticket order
+// and turns each descriptor into one-sided UCX operations on memory every rank registered at
+// allocation (transport/net/ucx/): a put is ucp_put_nbx into the peer's heap or landing inbox, a
+// signal an atomic add or swap on the word, a get ucp_get_nbx, an atomic ucp_atomic_op_nbx. A
+// worker fence between consecutive operations keeps the order the device API promises (a
+// signal after its data, fence() free, gets after earlier puts); a ticket is done once UCX
+// completed it at the target: gets and fetching atomics by their own completion, puts and
+// posted atomics by a worker flush issued after them. No frames, acks or receiving threads: the
+// peers' memory is written by UCX (by the NIC, or by the peer's worker progress on transports
+// that emulate RMA, such as tcp, which the peer's proxy thread drives).
+//
+// Built when UCX is found (-DGNIO_UCX=AUTO|ON); otherwise make_ucx_proxy() throws Unsupported.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "transport/proxy/proxy.hpp"
+
+namespace gnio::proxy {
+
+/// A UCX proxy (the arguments are Proxy's; collective over every rank). Throws
+/// Error(Unsupported) in a build without UCX, or on GPUs when UCX has no CUDA support.
+std::unique_ptr<Proxy> make_ucx_proxy(platform::Backend& backend, Bootstrap& bootstrap,
+                                      const std::vector<int>& node_of_rank, char* heap_base,
+                                      std::uint64_t heap_bytes, DeviceControl* control,
+                                      StreamRef stream, double timeout_s,
+                                      std::function<void(int)> on_link_lost);
+
+}  // namespace gnio::proxy

@@ -1,0 +1,20 @@
+// make_ucx_proxy() of a build without UCX (GNIO_UCX=OFF, or AUTO without libucx-dev).
+#ifndef GNIO_HAVE_UCX
+
+#include "base/fail.hpp"
+#include "transport/proxy/ucx_proxy.hpp"
+
+namespace gnio::proxy {
+
+std::unique_ptr<Proxy> make_ucx_proxy(platform::Backend&, Bootstrap& bootstrap,
+                                      const std::vector<int>&, char*, std::uint64_t, DeviceControl*,
+                                      StreamRef, double, std::function<void(int)>) {
+  fail(ErrorClass::Unsupported,
+       "rank %d: GNIO_NET=ucx, but this gnio was built without UCX (install libucx-dev and "
+       "configure with -DGNIO_UCX=ON, or point UCX_ROOT at a UCX installation); use GNIO_NET=tcp",
+       bootstrap.rank());
+}
+
+}  // namespace gnio::proxy
+
+#endif
