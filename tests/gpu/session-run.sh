@@ -29,6 +29,11 @@
 #              then allreduce with ring forced (8 B..256 KiB, the one-hop oneshot's baseline) and
 #              a 64 MiB put's bandwidth (NET_PUT_MAX) per connection count, split over
 #              NET_PUT_BLOCKS blocks (default "1 16")
+#   ucx        the ucx backend (GNIO_NET=ucx) with the 2 GPUs declared as 2 nodes: the RMA and
+#              collective suites, put/put_signal latency and bandwidth and an allreduce sweep
+#              beside NCCL over sockets. Needs a UCX with CUDA (scripts/fetch-ucx-cuda.sh puts
+#              one in .deps/ucx-cu12, which the build steps then configure with: UCX_ROOT);
+#              UCX_TLS is passed on (UCX picks cuda_ipc between GPUs of one host unless told)
 #   crash-4x2  the RMA barrier tests on 4 ranks as 2 nodes, with a crashing rank's stack resolved
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
@@ -61,6 +66,18 @@ P=$B/tools/gnio-perf/gnio-perf
 nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
 [ -n "$nccl_dir" ] && export GNIO_BENCH_NCCL_LIB=$nccl_dir/lib/libnccl.so.2
 
+# A UCX with CUDA support carried here (scripts/fetch-ucx-cuda.sh), for the ucx backend.
+ucx_root=${UCX_ROOT:-}
+if [ -z "$ucx_root" ] && [ -d "$root/.deps/ucx-cu12/libucx/lib" ]; then
+  ucx_root=$root/.deps/ucx-cu12/libucx
+  # Symbolic links may not survive the trip: name each library's short forms again.
+  for f in "$ucx_root"/lib/*.so.0.0.0 "$ucx_root"/lib/ucx/*.so.0.0.0; do
+    ln -sf "$(basename "$f")" "${f%.0.0}"
+    ln -sf "$(basename "$f")" "${f%.0.0.0}"
+  done
+fi
+[ -n "$ucx_root" ] && export LD_LIBRARY_PATH=$ucx_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
 pack() { tar czf "$out/all.tgz.tmp" -C "$out" r 2>/dev/null && mv "$out/all.tgz.tmp" "$out/all.tgz"; }
 (while sleep 20; do pack; done) &
 packer=$!
@@ -91,7 +108,8 @@ run_step() {
       local gen=()
       [ ! -f "$B/CMakeCache.txt" ] && command -v ninja >/dev/null && gen=(-G Ninja)
       step configure cmake -S "$root" -B "$B" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DGNIO_CUDA=ON -DGNIO_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
+        -DGNIO_CUDA=ON -DGNIO_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+        ${ucx_root:+-DUCX_ROOT="$ucx_root"} &&
         if [ "$1" = build ]; then
           step build cmake --build "$B" --parallel "$jobs" -- $([ -f "$B/build.ninja" ] && echo -k 0)
         else
@@ -155,6 +173,20 @@ run_step() {
       step net-ar-ring env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- \
         "$P" coll --coll allreduce -b 8 -e 256K -f 4 --inplace 0 --algo ring \
         --json "$r/net/allreduce-tcp-ring.json" ;;
+    ucx)
+      mkdir -p "$r/net"
+      step ucx-info bash -c "ucx_info -v 2>/dev/null; ldd $B/src/libgnio.so | grep -i uc"
+      step ucx-rma env GNIO_NET=ucx GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 timeout 300 "$R" -n 2 \
+        --nodes 2 --timeout 280 -- "$B/tests/rma/rma_test_2_gpu" \
+        '--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComparisons:Rma.BarrierWorld*'
+      step ucx-coll env GNIO_NET=ucx GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 timeout 400 "$R" -n 2 \
+        --nodes 2 --timeout 380 -- "$B/tests/coll/coll_test_2_gpu"
+      step ucx-perf-rma env GNIO_NET=ucx "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- \
+        "$P" rma --op put,put_signal --scope block --mode lat,bw -b 8 \
+        -e "${NET_RMA_MAX:-${NET_MAX:-64M}}" -f 8 --reps 3 --json "$r/net/rma-ucx.json"
+      step ucx-perf-ar env GNIO_NET=ucx NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket \
+        "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- "$P" coll --coll allreduce -b 8 \
+        -e "${NET_AR_MAX:-${NET_MAX:-64M}}" -f 8 --vs-nccl --json "$r/net/allreduce-ucx.json" ;;
     crash-4x2)
       # The RMA barrier tests on 4 ranks as 2 nodes (2 per GPU); a crashing rank prints its stack
       # (tests/common/crash_trace.cpp), resolved here into functions and lines.

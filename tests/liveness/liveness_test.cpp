@@ -89,7 +89,9 @@ void run_kill(Scenario s, const std::vector<std::string>& extra_env = {}) {
                                    "120"};
   if (s.nodes > 1) {
     args.insert(args.end(), {"--nodes", std::to_string(s.nodes)});
-    env.push_back("GNIO_NET=tcp");
+    // The network backend under test: tcp unless this test runs with GNIO_NET set (ucx).
+    const char* net = std::getenv("GNIO_NET");
+    env.push_back(std::string("GNIO_NET=") + (net && *net ? net : "tcp"));
   }
   args.insert(args.end(), {"--", LIVENESS_PROBE_EXE, s.name, std::to_string(s.victim)});
   gnio_test::Job job(GNIO_RUN_EXE, args, env);

@@ -114,8 +114,8 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
       bootstrap_(bs),
       mesh_(bs, node_of_rank, [this](int peer, const std::string& why) {
         if (!stop_.load(std::memory_order_acquire))
-          fail_transport(format("rank %d: ucx transport: the endpoint to rank %d failed (%s); that "
-                                "rank failed or its link is down",
+          fail_transport(format("rank %d: ucx transport: the connection from rank %d ended (UCX "
+                                "endpoint error: %s); that rank failed or its link is down",
                                 rank_, peer, why.c_str()),
                          peer);
       }) {
@@ -143,6 +143,9 @@ UcxProxy::~UcxProxy() {
       GNIO_INFO(Proxy, "rank %d: ucx transport teardown: %s", rank_, e.what());
     }
   }
+  // Keys and registrations go before the endpoints they were unpacked for.
+  for (Segment& s : segments_) mesh_.release(*s.region);
+  for (auto& r : inboxes_) mesh_.release(*r);
   mesh_.close(5.0);
   if (stats())
     std::fprintf(
@@ -224,9 +227,14 @@ void UcxProxy::completed(Ticket& t, ucs_status_t status, bool reads_source) {
   --t.pending;
   if (reads_source) --t.source_pending;
   if (status != UCS_OK && !stop_.load(std::memory_order_acquire))
-    fail_transport(format("rank %d: ucx transport: an operation to rank %d failed: %s", rank_,
-                          t.peer, net::ucx_status(status).c_str()),
-                   t.peer);
+    fail_transport(
+        format("rank %d: ucx transport: an operation to rank %d failed: %s%s", rank_, t.peer,
+               net::ucx_status(status).c_str(),
+               device_heap_ ? " (UCX found no protocol for it on GPU memory: signals and atomics "
+                              "into a GPU heap need InfiniBand/RoCE with GPUDirect RDMA and "
+                              "device-memory atomics; GNIO_NET=tcp stages through host memory)"
+                            : ""),
+        t.peer);
 }
 
 void UcxProxy::on_done(void* request, ucs_status_t status, void* user_data) {
