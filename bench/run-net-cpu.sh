@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The network backends side by side on one CPU machine (host backend, 2 ranks declared as 2 nodes,
+# so every operation goes through the proxy): tcp, ucx with UCX's own transport choice (shared
+# memory / cma on one host) and ucx over UCX's tcp transport. gnio-perf rma (put, get,
+# put_signal, atomics: latency and bandwidth) and coll (allreduce), JSON per backend in $OUT, then
+# one table per measurement (bench/net-table.py).
+#
+#   BUILD=build OUT=bench/results/DATE-cpu-tcp-vs-ucx bench/run-net-cpu.sh
+#
+# RMA_MAX / AR_MAX cap the sizes (default 1M / 4M); REPS the timed launches per point (default 9).
+# NETNS=1 runs the ranks on two network namespaces joined by a veth pair instead (a real TCP/IP
+# path between two "hosts"; tests/common/netns_run.sh, needs root).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build}
+out=${OUT:-$root/out/net-cpu}
+mkdir -p "$out"
+run=$build/tools/gnio-run/gnio-run
+perf=$build/tools/gnio-perf/gnio-perf
+configs=("tcp:GNIO_NET=tcp" "ucx:GNIO_NET=ucx" "ucx-tcp:GNIO_NET=ucx UCX_TLS=tcp")
+launch=("$run" -n 2 --nodes 2 --timeout 600 --)
+[ "${NETNS:-0}" = 1 ] && launch=("$root/tests/common/netns_run.sh" 1)
+for c in "${configs[@]}"; do
+  name=${c%%:*}
+  echo "== $name: ${c#*:}"
+  env ${c#*:} GNIO_BACKEND=host "${launch[@]}" "$perf" rma \
+    --op put,get,put_signal,atomic --scope block --mode lat,bw -b 8 -e "${RMA_MAX:-1M}" -f 8 \
+    --reps "${REPS:-9}" --json "$out/rma-$name.json" >"$out/rma-$name.log" 2>&1
+  env ${c#*:} GNIO_BACKEND=host "${launch[@]}" "$perf" coll \
+    --coll allreduce -b 8 -e "${AR_MAX:-4M}" -f 8 --inplace 0 --reps "${REPS:-9}" \
+    --json "$out/allreduce-$name.json" >"$out/allreduce-$name.log" 2>&1
+done
+args=()
+for c in "${configs[@]}"; do args+=("${c%%:*}=$out/rma-${c%%:*}.json"); done
+python3 "$root/bench/net-table.py" "${args[@]}" --markdown "$out/rma.md" \
+  --title "gnio-perf rma through the proxy: tcp vs ucx (host backend, 2 ranks as 2 nodes)"
+args=()
+for c in "${configs[@]}"; do args+=("${c%%:*}=$out/allreduce-${c%%:*}.json"); done
+python3 "$root/bench/net-table.py" "${args[@]}" --markdown "$out/allreduce.md" \
+  --title "gnio-perf coll allreduce through the proxy: tcp vs ucx (host backend, 2 ranks as 2 nodes)"
