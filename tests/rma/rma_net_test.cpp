@@ -7,6 +7,7 @@
 // data, and collectives across nodes. Failure scenarios run in their own
 // process pairs (see CMakeLists.txt).
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -257,6 +258,36 @@ TEST(Net, StripedPutsKeepTheirOrder) {
   c.free(sig);
   c.free(b);
   c.free(a);
+}
+
+// GNIO_NET=ucx: a rank whose UCX cannot start (rank 1 asks for a UCX transport that does not
+// exist) fails communicator creation, and every other rank fails with it, naming that rank, at
+// once: nobody waits for an address that never comes. Runs alone in its process (the shared
+// communicator is never made).
+TEST(NetFault, UcxStartFailureReachesEveryRank) {
+  const char* net = std::getenv("GNIO_NET");
+  if (!net || std::strcmp(net, "ucx") != 0) GTEST_SKIP() << "the ucx backend's test";
+  const char* rank = std::getenv("RANK");
+  ASSERT_NE(rank, nullptr) << "run under gnio-run";
+  if (std::strcmp(rank, "1") == 0) setenv("UCX_TLS", "no_such_transport", 1);
+  const auto start = std::chrono::steady_clock::now();
+  std::string msg;
+  gnio::ErrorClass cls = gnio::ErrorClass::Internal;
+  try {
+    gnio::Comm c = gnio::Comm::from_env();
+    ADD_FAILURE() << "communicator creation succeeded";
+  } catch (const gnio::Error& e) {
+    msg = e.what();
+    cls = e.error_class();
+  }
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(cls, gnio::ErrorClass::SystemError) << msg;
+  EXPECT_NE(msg.find("ucp_init failed"), std::string::npos) << msg;
+  if (std::strcmp(rank, "1") != 0) {
+    EXPECT_NE(msg.find("failed on rank 1"), std::string::npos) << msg;
+  }
+  EXPECT_LT(took, 10.0) << msg;
 }
 
 TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {

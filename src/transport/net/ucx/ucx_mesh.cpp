@@ -6,6 +6,7 @@
 
 #include "base/fail.hpp"
 #include "gnio/log.hpp"
+#include "memory/symmetric_heap.hpp"
 
 namespace gnio::net {
 
@@ -20,6 +21,63 @@ UcxMesh::UcxMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, ErrorHandl
   for (int r = 0; r < size; ++r)
     if (node_of_rank[r] != node_of_rank[rank_]) peers_.push_back(r);
 
+  // The local part can fail on one rank only (its UCX_TLS, its devices): every rank learns it and
+  // fails alike, instead of the others waiting for its address.
+  ucp_address_t* address = nullptr;
+  std::size_t address_bytes = 0;
+  std::exception_ptr local;
+  try {
+    start(&address, &address_bytes);
+  } catch (...) {
+    local = std::current_exception();
+  }
+  agree_step(bs, local, "the ucx transport's setup", [&] {
+    if (address) ucp_worker_release_address(worker_, address);
+    address = nullptr;
+    close_worker();
+  });
+  std::vector<std::vector<char>> addresses;
+  try {
+    addresses = allgather_blobs(address, address_bytes);
+  } catch (...) {
+    ucp_worker_release_address(worker_, address);
+    close_worker();
+    throw;
+  }
+  ucp_worker_release_address(worker_, address);
+
+  local = nullptr;
+  try {
+    for (int p : peers_) {
+      tags_.push_back(std::make_unique<EndpointTag>(EndpointTag{this, p}));
+      ucp_ep_params_t ep{};
+      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.address = reinterpret_cast<const ucp_address_t*>(addresses[p].data());
+      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_handler.cb = &UcxMesh::on_endpoint_error;
+      ep.err_handler.arg = tags_.back().get();
+      const ucs_status_t st = ucp_ep_create(worker_, &ep, &eps_[static_cast<std::size_t>(p)]);
+      if (st != UCS_OK) {
+        eps_[static_cast<std::size_t>(p)] = nullptr;
+        fail(ErrorClass::SystemError,
+             "rank %d: ucx transport: no endpoint to rank %d: %s (UCX found no transport that "
+             "reaches it; check UCX_TLS / UCX_NET_DEVICES)",
+             rank_, p, ucx_status(st).c_str());
+      }
+    }
+  } catch (...) {
+    local = std::current_exception();
+  }
+  agree_step(bs, local, "connecting the ucx transport", [&] {
+    close(1.0);
+    close_worker();
+  });
+  GNIO_INFO(Net, "rank %d: %s, endpoints to %zu remote rank(s)", rank_, describe().c_str(),
+            peers_.size());
+}
+
+void UcxMesh::start(ucp_address_t** address, std::size_t* address_bytes) {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK)
@@ -31,10 +89,12 @@ UcxMesh::UcxMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, ErrorHandl
   params.mt_workers_shared = 1;
   st = ucp_init(&params, config, &context_);
   ucp_config_release(config);
-  if (st != UCS_OK)
+  if (st != UCS_OK) {
+    context_ = nullptr;
     fail(ErrorClass::SystemError,
          "rank %d: ucx transport: ucp_init failed: %s (check UCX_TLS / UCX_NET_DEVICES)", rank_,
          ucx_status(st).c_str());
+  }
   ucp_context_attr_t attr{};
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   if (ucp_context_query(context_, &attr) == UCS_OK)
@@ -45,61 +105,34 @@ UcxMesh::UcxMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, ErrorHandl
   wp.thread_mode = UCS_THREAD_MODE_MULTI;
   st = ucp_worker_create(context_, &wp, &worker_);
   if (st != UCS_OK) {
-    ucp_cleanup(context_);
+    worker_ = nullptr;
     fail(ErrorClass::SystemError, "rank %d: ucx transport: ucp_worker_create failed: %s", rank_,
          ucx_status(st).c_str());
   }
   ucp_worker_attr_t wattr{};
   wattr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
-  if (ucp_worker_query(worker_, &wattr) == UCS_OK && wattr.thread_mode != UCS_THREAD_MODE_MULTI) {
-    ucp_worker_destroy(worker_);
-    ucp_cleanup(context_);
+  if (ucp_worker_query(worker_, &wattr) == UCS_OK && wattr.thread_mode != UCS_THREAD_MODE_MULTI)
     fail(ErrorClass::Unsupported,
          "rank %d: ucx transport: this UCX (%s) has no multi-threaded workers (built without "
          "--enable-mt); gnio registers memory from the application's thread while its proxy "
          "thread progresses the worker",
          rank_, ucp_get_version_string());
-  }
-
-  ucp_address_t* address = nullptr;
-  std::size_t address_bytes = 0;
-  st = ucp_worker_get_address(worker_, &address, &address_bytes);
+  st = ucp_worker_get_address(worker_, address, address_bytes);
   if (st != UCS_OK)
     fail(ErrorClass::SystemError, "rank %d: ucx transport: ucp_worker_get_address failed: %s",
          rank_, ucx_status(st).c_str());
-  std::vector<std::vector<char>> addresses;
-  try {
-    addresses = allgather_blobs(address, address_bytes);
-  } catch (...) {
-    ucp_worker_release_address(worker_, address);
-    throw;
-  }
-  ucp_worker_release_address(worker_, address);
+}
 
-  for (int p : peers_) {
-    tags_.push_back(std::make_unique<EndpointTag>(EndpointTag{this, p}));
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    ep.address = reinterpret_cast<const ucp_address_t*>(addresses[p].data());
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    ep.err_handler.cb = &UcxMesh::on_endpoint_error;
-    ep.err_handler.arg = tags_.back().get();
-    st = ucp_ep_create(worker_, &ep, &eps_[static_cast<std::size_t>(p)]);
-    if (st != UCS_OK)
-      fail(ErrorClass::SystemError,
-           "rank %d: ucx transport: no endpoint to rank %d: %s (UCX found no transport that "
-           "reaches it; check UCX_TLS / UCX_NET_DEVICES)",
-           rank_, p, ucx_status(st).c_str());
-  }
-  GNIO_INFO(Net, "rank %d: %s, endpoints to %zu remote rank(s)", rank_, describe().c_str(),
-            peers_.size());
+void UcxMesh::close_worker() {
+  if (worker_) ucp_worker_destroy(worker_);
+  worker_ = nullptr;
+  if (context_) ucp_cleanup(context_);
+  context_ = nullptr;
 }
 
 UcxMesh::~UcxMesh() {
   close(1.0);
-  if (worker_) ucp_worker_destroy(worker_);
-  if (context_) ucp_cleanup(context_);
+  close_worker();
 }
 
 std::string UcxMesh::describe() const {

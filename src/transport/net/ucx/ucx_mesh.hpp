@@ -29,7 +29,7 @@ class UcxMesh {
   /// multi: the collective thread registers memory while a proxy thread progresses), exchanges
   /// worker addresses and creates an endpoint to every rank on another node (`node_of_rank[r]`
   /// is rank r's node) with peer-failure handling that calls `on_error`. Throws
-  /// Error(SystemError) when UCX cannot be set up.
+  /// Error(SystemError) when UCX cannot be set up on some rank, on every rank (naming it).
   UcxMesh(Bootstrap& bootstrap, const std::vector<int>& node_of_rank, ErrorHandler on_error);
   /// Closes what close() did not, then frees the worker and the context.
   ~UcxMesh();
@@ -63,6 +63,11 @@ class UcxMesh {
   void close(double timeout_s);
 
  private:
+  /// This rank's context, worker and worker address (throws, leaving what it made for
+  /// close_worker()).
+  void start(ucp_address_t** address, std::size_t* address_bytes);
+  /// Frees the worker and the context, if made.
+  void close_worker();
   /// Every rank's `blob` (sizes may differ), through the bootstrap.
   std::vector<std::vector<char>> allgather_blobs(const void* blob, std::size_t bytes);
 
