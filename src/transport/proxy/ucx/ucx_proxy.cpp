@@ -70,6 +70,14 @@ class UcxProxy final : public Proxy {
   /// it one registration covers (`span`); false when it lies outside what was registered.
   bool locate(int peer, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes,
               std::uint64_t* addr, ucp_rkey_h* key, std::uint64_t* span);
+  /// Parameters of a UCX request of `t` that calls `done` on completion.
+  static ucp_request_param_t request(Ticket& t, ucp_send_nbx_callback_t done);
+  /// Calls `issue(at, span, addr, key)` for each registered span of [offset, offset + bytes) of
+  /// `region` of t's peer (`at`: the span's offset in the transfer); refuses the descriptor with
+  /// `outside` when part of it lies outside what the peer registered.
+  template <class Issue>
+  bool each_span(Ticket& t, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes,
+                 const char* outside, Issue issue);
   /// Accounts for the request `r` a UCX call returned for `t`; false (transport failed) on error.
   bool started(ucs_status_ptr_t r, Ticket& t, bool reads_source, const char* what);
   /// Orders the next operation after every earlier one (the device API's per-peer order).
@@ -273,25 +281,49 @@ bool UcxProxy::started(ucs_status_ptr_t r, Ticket& t, bool reads_source, const c
   return true;
 }
 
-bool UcxProxy::put(Ticket& t, std::uint32_t region, std::uint64_t offset, const char* src,
-                   std::uint64_t bytes) {
+ucp_request_param_t UcxProxy::request(Ticket& t, ucp_send_nbx_callback_t done) {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = &UcxProxy::on_source_done;
+  param.cb.send = done;
   param.user_data = &t;
-  while (bytes > 0) {
+  return param;
+}
+
+template <class Issue>
+bool UcxProxy::each_span(Ticket& t, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes,
+                         const char* outside, Issue issue) {
+  std::uint64_t done = 0;
+  while (done < bytes) {
     std::uint64_t addr = 0, span = 0;
     ucp_rkey_h key = nullptr;
-    if (!locate(t.peer, region, offset, bytes, &addr, &key, &span))
-      return refuse(t, "writes outside the memory the peer registered");
-    if (!started(ucp_put_nbx(mesh_.ep(t.peer), src, span, addr, key, &param), t, true, "a put"))
-      return false;
-    offset += span;
-    src += span;
-    bytes -= span;
+    if (!locate(t.peer, region, offset + done, bytes - done, &addr, &key, &span))
+      return refuse(t, outside);
+    if (!issue(done, span, addr, key)) return false;
+    done += span;
   }
-  t.remote = true;
   return true;
+}
+
+bool UcxProxy::put(Ticket& t, std::uint32_t region, std::uint64_t offset, const char* src,
+                   std::uint64_t bytes) {
+  const ucp_request_param_t param = request(t, &UcxProxy::on_source_done);
+  t.remote = true;
+  return each_span(t, region, offset, bytes, "writes outside the memory the peer registered",
+                   [&](std::uint64_t at, std::uint64_t span, std::uint64_t addr, ucp_rkey_h key) {
+                     return started(
+                         ucp_put_nbx(mesh_.ep(t.peer), src + at, span, addr, key, &param), t, true,
+                         "a put");
+                   });
+}
+
+bool UcxProxy::get(Ticket& t, std::uint64_t offset, char* dst, std::uint64_t bytes) {
+  const ucp_request_param_t param = request(t, &UcxProxy::on_done);
+  return each_span(t, 0, offset, bytes, "reads outside the memory the peer registered",
+                   [&](std::uint64_t at, std::uint64_t span, std::uint64_t addr, ucp_rkey_h key) {
+                     return started(
+                         ucp_get_nbx(mesh_.ep(t.peer), dst + at, span, addr, key, &param), t, false,
+                         "a get");
+                   });
 }
 
 bool UcxProxy::signal(Ticket& t, std::uint32_t region, std::uint64_t offset, std::uint32_t op,
@@ -300,11 +332,8 @@ bool UcxProxy::signal(Ticket& t, std::uint32_t region, std::uint64_t offset, std
   ucp_rkey_h key = nullptr;
   if (offset % 8 != 0 || !locate(t.peer, region, offset, 8, &addr, &key, &span) || span != 8)
     return refuse(t, "names a signal word outside the peer's registered memory or unaligned");
-  ucp_request_param_t param{};
-  param.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
-  param.cb.send = &UcxProxy::on_done;
-  param.user_data = &t;
+  ucp_request_param_t param = request(t, &UcxProxy::on_done);
+  param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
   param.datatype = ucp_dt_make_contig(8);
   t.operand = value;
   ucp_atomic_op_t aop = UCP_ATOMIC_OP_ADD;
@@ -314,30 +343,9 @@ bool UcxProxy::signal(Ticket& t, std::uint32_t region, std::uint64_t offset, std
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     param.reply_buffer = &t.reply;
   }
-  if (!started(ucp_atomic_op_nbx(mesh_.ep(t.peer), aop, &t.operand, 1, addr, key, &param), t, false,
-               "a signal"))
-    return false;
   t.remote = true;
-  return true;
-}
-
-bool UcxProxy::get(Ticket& t, std::uint64_t offset, char* dst, std::uint64_t bytes) {
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = &UcxProxy::on_done;
-  param.user_data = &t;
-  while (bytes > 0) {
-    std::uint64_t addr = 0, span = 0;
-    ucp_rkey_h key = nullptr;
-    if (!locate(t.peer, 0, offset, bytes, &addr, &key, &span))
-      return refuse(t, "reads outside the memory the peer registered");
-    if (!started(ucp_get_nbx(mesh_.ep(t.peer), dst, span, addr, key, &param), t, false, "a get"))
-      return false;
-    offset += span;
-    dst += span;
-    bytes -= span;
-  }
-  return true;
+  return started(ucp_atomic_op_nbx(mesh_.ep(t.peer), aop, &t.operand, 1, addr, key, &param), t,
+                 false, "a signal");
 }
 
 bool UcxProxy::atomic(Ticket& t, const ProxyDesc& d) {
@@ -371,11 +379,8 @@ bool UcxProxy::atomic(Ticket& t, const ProxyDesc& d) {
       t.reply = d.value & mask;
       break;
   }
-  ucp_request_param_t param{};
-  param.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
-  param.cb.send = &UcxProxy::on_done;
-  param.user_data = &t;
+  ucp_request_param_t param = request(t, &UcxProxy::on_done);
+  param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
   param.datatype = ucp_dt_make_contig(width);
   if (reply) {
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
