@@ -15,6 +15,13 @@ import json
 import math
 import sys
 
+from compare import fmt, size_text  # bench/compare.py: the same size and number formats
+
+
+def number(v):
+    """A finite figure, or None (missing, null, inf, nan)."""
+    return v if isinstance(v, (int, float)) and math.isfinite(v) else None
+
 
 def load(path):
     try:
@@ -27,26 +34,13 @@ def load(path):
         if "coll" in r:
             key = (r["coll"], r["type"], r["op"], "in" if r.get("inplace") else "out",
                    int(r["bytes"]))
-            rows[key] = (r.get("time_us"), "us", r.get("wrong"))
+            rows[key] = (number(r.get("time_us")), "us", r.get("wrong"))
         else:
             lat = r["mode"] == "lat"
             key = (r["op"], r["scope"], r["mode"], int(r["bytes"]))
-            rows[key] = (r.get("median_us") if lat else r.get("gbps"), "us" if lat else "GB/s",
-                         r.get("wrong"))
+            rows[key] = (number(r.get("median_us") if lat else r.get("gbps")),
+                         "us" if lat else "GB/s", r.get("wrong"))
     return doc, rows
-
-
-def size_text(n):
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if n >= (1 << shift) and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)
-
-
-def fmt(v):
-    if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return "-"
-    return f"{v:.2f}" if abs(v) >= 1 or v == 0 else f"{v:.3g}"
 
 
 def main():
@@ -80,7 +74,7 @@ def main():
                 flag = " DATA WRONG"
             cells.append(fmt(v))
             if i:
-                good = isinstance(v, (int, float)) and isinstance(base, (int, float)) and v > 0 and base > 0
+                good = v is not None and base is not None and v > 0 and base > 0
                 cells.append(fmt((base / v if unit == "us" else v / base) if good else None))
         cells[-1] += flag
         lines.append(cells)

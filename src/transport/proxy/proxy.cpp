@@ -8,6 +8,7 @@
 #include "gnio/config.hpp"
 #include "gnio/device/atomic.hpp"
 #include "gnio/log.hpp"
+#include "transport/proxy/proxy_frame.hpp"
 #include "transport/proxy/tcp_proxy.hpp"
 #include "transport/proxy/ucx_proxy.hpp"
 
@@ -92,9 +93,7 @@ bool Proxy::in_outbox(std::uint64_t src, std::uint64_t bytes) const {
   const std::uint32_t n = landing_count_.load(std::memory_order_acquire);
   for (std::uint32_t i = 0; i < n; ++i) {
     const auto base = reinterpret_cast<std::uint64_t>(landings_[i].outbox);
-    if (src >= base && src - base <= landings_[i].outbox_bytes &&
-        bytes <= landings_[i].outbox_bytes - (src - base))
-      return true;
+    if (src >= base && inside_heap(src - base, bytes, landings_[i].outbox_bytes)) return true;
   }
   return false;
 }
@@ -162,7 +161,15 @@ bool Proxy::deliver_result(std::uint64_t ticket, std::uint64_t value) {
   ProxyResult* r = handle_.results + (ticket & (handle_.capacity - 1));
   const Deadline deadline = Deadline::after(timeout_s_);
   while (dev::atomic_load(&r->seq, dev::Order::Acquire) != 0) {
-    if (deadline.expired() || failed() || stop_.load(std::memory_order_acquire)) return false;
+    if (failed() || stop_.load(std::memory_order_acquire)) return false;
+    if (deadline.expired()) {
+      fail_transport(
+          format("rank %d: proxy: the result slot of atomic %llu was not freed within "
+                 "%.0f s (the device thread of an earlier atomic did not collect its "
+                 "result)",
+                 rank_, static_cast<unsigned long long>(ticket), timeout_s_));
+      return false;
+    }
     std::this_thread::yield();
   }
   dev::atomic_store(&r->value, value, dev::Order::Relaxed);

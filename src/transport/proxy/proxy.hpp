@@ -86,7 +86,8 @@ class Proxy {
   /// the failure is the loss of that peer's link); later ones are only logged.
   void fail_transport(const std::string& what, int lost_peer = -1);
   /// Hands a fetching atomic's old value to the device thread waiting in result slot `ticket`
-  /// (waiting, up to the timeout, until that slot's previous user freed it). False on timeout.
+  /// (waiting, up to the timeout, until that slot's previous user freed it). False when the
+  /// transport failed or is stopping, or on timeout, which fails the transport saying so.
   bool deliver_result(std::uint64_t ticket, std::uint64_t value);
   /// Runs a proxy thread's loop; an exception (a failed copy on the GPU) fails the transport.
   void run_guarded(const char* thread, const std::function<void()>& loop);

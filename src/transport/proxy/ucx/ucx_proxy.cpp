@@ -16,6 +16,7 @@
 #include "gnio/device/device_comm.hpp"
 #include "gnio/log.hpp"
 #include "transport/net/ucx/ucx_mesh.hpp"
+#include "transport/proxy/proxy_frame.hpp"
 
 namespace gnio::proxy {
 namespace {
@@ -160,8 +161,6 @@ UcxProxy::~UcxProxy() {
         stderr, "gnio proxy stats, rank %d, ucx: %llu operations, %llu fences, %llu flushes\n",
         rank_, static_cast<unsigned long long>(operations_),
         static_cast<unsigned long long>(fences_), static_cast<unsigned long long>(flushes_));
-  for (Segment& s : segments_) mesh_.release(*s.region);
-  for (auto& r : inboxes_) mesh_.release(*r);
 }
 
 void UcxProxy::set_heap_bytes(std::uint64_t bytes) {
@@ -194,13 +193,13 @@ bool UcxProxy::locate(int peer, std::uint32_t region, std::uint64_t offset, std:
   if (region != 0) {
     if (region > inboxes_.size()) return false;
     const net::UcxMesh::Region& r = *inboxes_[region - 1];
-    if (offset > r.bytes || bytes > r.bytes - offset) return false;
+    if (!inside_heap(offset, bytes, r.bytes)) return false;
     *addr = r.remote_base[p] + offset;
     *key = r.rkey[p];
     *span = bytes;
     return true;
   }
-  if (offset >= exposed_ || bytes > exposed_ - offset) return false;
+  if (!inside_heap(offset, bytes, exposed_)) return false;
   for (const Segment& s : segments_) {
     if (offset < s.offset || offset - s.offset >= s.region->bytes) continue;
     *addr = s.region->remote_base[p] + (offset - s.offset);
@@ -462,14 +461,7 @@ void UcxProxy::progress_loop() {
           continue;
         }
         const std::uint64_t value = t.width == 8 ? t.reply : (t.reply & 0xffffffffull);
-        if (!deliver_result(t.number, value)) {
-          fail_transport(
-              format("rank %d: proxy: the result slot of atomic %llu was not freed "
-                     "within %.0f s (the device thread of an earlier atomic did not "
-                     "collect its result)",
-                     rank_, static_cast<unsigned long long>(t.number), timeout_s_));
-          break;
-        }
+        if (!deliver_result(t.number, value)) break;
         t.fetch = false;
         fetching[i] = fetching.back();
         fetching.pop_back();
