@@ -67,6 +67,12 @@ constexpr ConfigVar kVars[] = {
      "into memory registered at allocation (UCX_TLS, UCX_NET_DEVICES choose its transports; needs "
      "a build with UCX, and on GPUs a UCX with CUDA support); auto = tcp when the job spans "
      "nodes; none = operations on other nodes fail with Unsupported"},
+    {"GNIO_UCX_WORD_OPS", ConfigType::Enum, "auto",
+     "how GNIO_NET=ucx applies signals and atomics to another node's heap {auto, rma, am}: rma = "
+     "UCX atomics (needs a UCX transport that does atomics on the heap's memory: host memory, or "
+     "GPU memory over InfiniBand/RoCE with GPUDirect RDMA); am = an active message the target's "
+     "proxy thread applies (a kernel on GPUs), sent once everything posted before it completed; "
+     "auto = am when the heap is GPU memory, rma otherwise"},
     {"GNIO_NET_NSOCKS", ConfigType::Int, "4",
      "tcp connections per pair of ranks on different nodes (1..16, the same on every rank): the "
      "first carries the device API's operations (in order, so fence and quiet hold), the others "

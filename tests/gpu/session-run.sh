@@ -34,6 +34,10 @@
 #              beside NCCL over sockets. Needs a UCX with CUDA (scripts/fetch-ucx-cuda.sh puts
 #              one in .deps/ucx-cu12, which the build steps then configure with: UCX_ROOT);
 #              UCX_TLS is passed on (UCX picks cuda_ipc between GPUs of one host unless told)
+#   ucx-quick  the ucx backend without the collective test binary (builds in minutes: BUILD_TARGETS
+#              "gnio-run gnio-perf rma_test_2_gpu"): the RMA suite as 2 nodes over ucx and over
+#              tcp, every collective through gnio-perf over ucx (f32 sum, 8 B..4 MiB, every element
+#              checked), and put / put_signal latency over ucx and over tcp
 #   crash-4x2  the RMA barrier tests on 4 ranks as 2 nodes, with a crashing rank's stack resolved
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
@@ -187,6 +191,22 @@ run_step() {
       step ucx-perf-ar env GNIO_NET=ucx NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket \
         "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- "$P" coll --coll allreduce -b 8 \
         -e "${NET_AR_MAX:-${NET_MAX:-64M}}" -f 8 --vs-nccl --json "$r/net/allreduce-ucx.json" ;;
+    ucx-quick)
+      mkdir -p "$r/net"
+      local rma_filter='--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComparisons:Rma.BarrierWorld*'
+      step ucx-info bash -c "ucx_info -v 2>/dev/null; ldd $B/src/libgnio.so | grep -i uc"
+      for net in ucx tcp; do
+        step "$net-rma-suite" env GNIO_NET=$net GNIO_PROXY_STATS=1 GNIO_HEAP_SIZE=64M \
+          GNIO_TIMEOUT=60 timeout 300 "$R" -n 2 --nodes 2 --timeout 280 -- \
+          "$B/tests/rma/rma_test_2_gpu" "$rma_filter"
+      done
+      step ucx-coll-all env GNIO_NET=ucx GNIO_TIMEOUT=60 "$R" -n 2 --nodes 2 --timeout 300 -- \
+        "$P" coll --coll all -b 8 -e 4M -f 8 -n 5 -w 1 --reps 1 --json "$r/net/coll-all-ucx.json"
+      for net in ucx tcp; do
+        step "$net-rma-lat" env GNIO_NET=$net "$R" -n 2 --nodes 2 --timeout 200 -- "$P" rma \
+          --op put,put_signal --scope block --mode lat -b 8 -e 64K -f 8 --reps 3 \
+          --json "$r/net/rma-lat-$net.json"
+      done ;;
     crash-4x2)
       # The RMA barrier tests on 4 ranks as 2 nodes (2 per GPU); a crashing rank prints its stack
       # (tests/common/crash_trace.cpp), resolved here into functions and lines.

@@ -7,6 +7,7 @@
 #include "base/fail.hpp"
 #include "gnio/config.hpp"
 #include "gnio/device/atomic.hpp"
+#include "gnio/device/device_comm.hpp"
 #include "gnio/log.hpp"
 #include "transport/proxy/proxy_frame.hpp"
 #include "transport/proxy/tcp_proxy.hpp"
@@ -187,6 +188,23 @@ std::unique_ptr<Proxy> make_proxy(const std::string& net, platform::Backend& bac
                           timeout_s, std::move(on_link_lost));
   return std::make_unique<TcpProxy>(backend, bootstrap, node_of_rank, heap_base, heap_bytes,
                                     control, stream, timeout_s, std::move(on_link_lost));
+}
+
+platform::WordOp signal_word_op(std::uint32_t sig_op) {
+  return sig_op == static_cast<std::uint32_t>(SignalOp::Set) ? platform::WordOp::Store
+                                                             : platform::WordOp::Add;
+}
+
+platform::WordOp atomic_word_op(AtomicOp op) {
+  switch (op) {
+    case AtomicOp::Fetch: return platform::WordOp::Load;
+    case AtomicOp::Set: return platform::WordOp::Store;
+    case AtomicOp::Add:
+    case AtomicOp::FetchAdd: return platform::WordOp::Add;
+    case AtomicOp::CompareSwap: return platform::WordOp::CompareSwap;
+    case AtomicOp::Swap: return platform::WordOp::Exchange;
+  }
+  return platform::WordOp::Load;
 }
 
 }  // namespace gnio::proxy

@@ -130,6 +130,12 @@ class Proxy {
   std::string error_;
 };
 
+/// The word operation a signal of `sig_op` (SignalOp: Set or Add) is.
+platform::WordOp signal_word_op(std::uint32_t sig_op);
+/// The word operation that carries out a device atomic `op` at its target (the fetching and
+/// non-fetching forms alike: whether the old value goes back is the caller's business).
+platform::WordOp atomic_word_op(AtomicOp op);
+
 /// The proxy GNIO_NET (`net`: "auto", "tcp" or "ucx") asks for, connected to every rank on
 /// another node (`node_of_rank[r]` is rank r's node). Collective over every rank. Throws
 /// Error(Unsupported) for "ucx" in a build without UCX or where UCX cannot reach the heap's memory.

@@ -28,12 +28,6 @@ int net_lanes() {
   return static_cast<int>(n);
 }
 
-/// The word operation a (checked) frame's signal asks for.
-platform::WordOp signal_word_op(const Frame& f) {
-  return f.sig_op == static_cast<std::uint32_t>(SignalOp::Set) ? platform::WordOp::Store
-                                                               : platform::WordOp::Add;
-}
-
 }  // namespace
 
 TcpProxy::TcpProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
@@ -659,10 +653,10 @@ bool TcpProxy::receive_frame(int peer, int lane) {
       io = bootstrap::recv_all(fd, land->inbox + f.dst_offset, f.bytes, deadline, &err);
     if (io == bootstrap::IoStatus::Ok && v.has_signal())
       (void)platform::apply_word_op(land->inbox + f.sig_offset, sizeof(std::uint64_t),
-                                    signal_word_op(f), f.value, 0, dev::Order::AcqRel);
+                                    signal_word_op(f.sig_op), f.value, 0, dev::Order::AcqRel);
   } else {
     const Staging::Signal signal{reinterpret_cast<std::uint64_t*>(heap_base_ + f.sig_offset),
-                                 signal_word_op(f), f.value};
+                                 signal_word_op(f.sig_op), f.value};
     io = ln.inbound->receive(fd, heap_base_ + f.dst_offset, v.has_data() ? f.bytes : 0,
                              v.has_signal() ? &signal : nullptr, deadline, &err, &mark);
   }
@@ -698,17 +692,9 @@ void TcpProxy::nudge_sender() {
 }
 
 std::uint64_t TcpProxy::apply_atomic(const Frame& f) {
-  platform::WordOp op = platform::WordOp::Load;
-  switch (static_cast<AtomicOp>(f.sig_op)) {
-    case AtomicOp::Fetch: op = platform::WordOp::Load; break;
-    case AtomicOp::Set: op = platform::WordOp::Store; break;
-    case AtomicOp::Add:
-    case AtomicOp::FetchAdd: op = platform::WordOp::Add; break;
-    case AtomicOp::CompareSwap: op = platform::WordOp::CompareSwap; break;
-    case AtomicOp::Swap: op = platform::WordOp::Exchange; break;
-  }
   return lane_[0]->inbound->word_atomic(heap_base_ + f.dst_offset, static_cast<unsigned>(f.bytes),
-                                        op, f.value, f.sig_offset);
+                                        atomic_word_op(static_cast<AtomicOp>(f.sig_op)), f.value,
+                                        f.sig_offset);
 }
 
 bool TcpProxy::take_request(std::uint64_t ticket, int peer, bool get, std::uint64_t bytes,

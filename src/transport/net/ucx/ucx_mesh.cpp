@@ -85,7 +85,8 @@ void UcxMesh::start(ucp_address_t** address, std::size_t* address_bytes) {
          rank_, ucx_status(st).c_str());
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+  params.features =
+      UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 1;
   st = ucp_init(&params, config, &context_);
   ucp_config_release(config);
@@ -121,6 +122,20 @@ void UcxMesh::start(ucp_address_t** address, std::size_t* address_bytes) {
   if (st != UCS_OK)
     fail(ErrorClass::SystemError, "rank %d: ucx transport: ucp_worker_get_address failed: %s",
          rank_, ucx_status(st).c_str());
+}
+
+void UcxMesh::on_active_message(unsigned id, ucp_am_recv_callback_t on_message, void* arg) {
+  ucp_am_handler_param_t param{};
+  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                     UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  param.id = id;
+  param.cb = on_message;
+  param.arg = arg;
+  const ucs_status_t st = ucp_worker_set_am_recv_handler(worker_, &param);
+  if (st != UCS_OK)
+    fail(ErrorClass::SystemError,
+         "rank %d: ucx transport: ucp_worker_set_am_recv_handler(%u) failed: %s", rank_, id,
+         ucx_status(st).c_str());
 }
 
 void UcxMesh::close_worker() {

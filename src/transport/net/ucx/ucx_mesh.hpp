@@ -5,7 +5,8 @@
 // that emulate RMA in software, such as tcp, the peer's worker progress applies them).
 //
 // UCX picks its transports itself (UCX_TLS, UCX_NET_DEVICES and the other UCX_* variables are
-// honoured); this backend asks for RMA, 32- and 64-bit atomics and wake-up events.
+// honoured); this backend asks for RMA, 32- and 64-bit atomics, active messages (for what the
+// peer's proxy thread must apply itself) and wake-up events.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -48,6 +49,10 @@ class UcxMesh {
   std::unique_ptr<Region> expose(void* base, std::uint64_t bytes, bool device_memory);
   /// Releases a region's keys and registration (not collective).
   void release(Region& region);
+
+  /// Calls `on_message(arg, header, header_bytes, ...)` (from the thread progressing the worker)
+  /// for every active message `id` a peer sends; the header is valid during the call only.
+  void on_active_message(unsigned id, ucp_am_recv_callback_t on_message, void* arg);
 
   /// True when this UCX can register and move GPU (CUDA) memory.
   bool reaches_cuda_memory() const { return cuda_; }

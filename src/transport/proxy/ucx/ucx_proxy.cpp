@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "base/fail.hpp"
 #include "gnio/config.hpp"
@@ -17,6 +21,7 @@
 #include "gnio/log.hpp"
 #include "transport/net/ucx/ucx_mesh.hpp"
 #include "transport/proxy/proxy_frame.hpp"
+#include "transport/proxy/staging.hpp"
 
 namespace gnio::proxy {
 namespace {
@@ -33,6 +38,30 @@ class UcxProxy final : public Proxy {
   void set_heap_bytes(std::uint64_t bytes) override;
 
  private:
+  /// An active message asking the target's proxy thread to apply a word operation to its heap
+  /// (signals and atomics when word_ops_am_), and the answer it sends back once the operation
+  /// took effect. Plain data: every rank runs the same build.
+  struct WordRequest {
+    std::uint64_t token = 0;  ///< the job's token (a stray message is refused)
+    std::uint64_t ticket = 0;
+    std::uint64_t offset = 0;  ///< of the word in the target's heap
+    std::uint64_t operand = 0;
+    std::uint64_t expected = 0;
+    std::int32_t from = -1;
+    std::uint32_t op = 0;  ///< platform::WordOp
+    std::uint32_t width = 0;
+    std::uint32_t pad = 0;
+  };
+  struct WordReply {
+    std::uint64_t token = 0;
+    std::uint64_t ticket = 0;
+    std::uint64_t old = 0;
+    std::int32_t from = -1;
+    std::uint32_t pad = 0;
+  };
+  static constexpr unsigned kWordRequestMessage = 0x47;
+  static constexpr unsigned kWordReplyMessage = 0x48;
+
   /// One ticket taken from the ring, until it is done. Lives in tickets_ (a deque: UCX's
   /// completion callbacks hold its address).
   struct Ticket {
@@ -46,6 +75,17 @@ class UcxProxy final : public Proxy {
     unsigned width = 8;                ///< the atomic's width
     std::uint64_t operand = 0;
     std::uint64_t reply = 0;  ///< an atomic's old value (CompareSwap: the new value first)
+    /// Its word operation goes as a message (`word`), sent once every earlier ticket and its own
+    /// put are complete; it is done when the answer came.
+    bool word_message = false;
+    bool word_sent = false;
+    WordRequest word;
+  };
+  /// An answer this rank is sending (UCX reads `message` until the send completes).
+  struct SentReply {
+    UcxProxy* proxy = nullptr;
+    WordReply message;
+    bool done = false;
   };
   /// The worker flush in flight: when it completes every ticket below `target` was applied.
   struct Flush {
@@ -67,6 +107,21 @@ class UcxProxy final : public Proxy {
               std::uint64_t value);
   bool get(Ticket& t, std::uint64_t offset, char* dst, std::uint64_t bytes);
   bool atomic(Ticket& t, const ProxyDesc& d);
+  /// Makes t's word operation (`op` on the `width`-byte word at heap `offset` of t's peer) a
+  /// message the peer applies (word_ops_am_).
+  bool word_by_message(Ticket& t, platform::WordOp op, std::uint64_t offset, unsigned width,
+                       std::uint64_t operand, std::uint64_t expected);
+  /// Sends t's word message.
+  bool send_word(Ticket& t);
+  /// Applies the word messages peers sent and answers them; takes the answers to ours.
+  bool serve_word_messages();
+  static ucs_status_t on_word_request(void* arg, const void* header, std::size_t header_bytes,
+                                      void* data, std::size_t bytes,
+                                      const ucp_am_recv_param_t* param);
+  static ucs_status_t on_word_reply(void* arg, const void* header, std::size_t header_bytes,
+                                    void* data, std::size_t bytes,
+                                    const ucp_am_recv_param_t* param);
+  static void on_reply_sent(void* request, ucs_status_t status, void* user_data);
   /// Where [offset, offset + bytes) of `region` of `peer` starts (`addr`, `key`) and how much of
   /// it one registration covers (`span`); false when it lies outside what was registered.
   bool locate(int peer, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes,
@@ -95,6 +150,16 @@ class UcxProxy final : public Proxy {
   Bootstrap& bootstrap_;
   net::UcxMesh mesh_;
   bool device_heap_ = false;
+  // GNIO_UCX_WORD_OPS: signals and atomics into peers' heaps go as messages their proxy applies
+  // (through `words_`, this rank's side of that) instead of as UCX atomics.
+  bool word_ops_am_ = false;
+  std::unique_ptr<Staging> words_;
+  // Word messages and answers received (by whichever thread progressed the worker), not yet
+  // handled; `malformed_`: one had the wrong size.
+  std::mutex received_mutex_;
+  std::vector<WordRequest> word_requests_;
+  std::vector<WordReply> word_replies_;
+  bool malformed_ = false;
   // Registrations: the heap's segments (one per growth, ascending offsets, covering
   // [0, exposed_)) and the landing inboxes (id - 1). Appended by the collective thread, read by
   // the proxy thread.
@@ -111,7 +176,12 @@ class UcxProxy final : public Proxy {
   std::uint64_t flushed_ = 0;
   Flush flush_;
   bool issued_ = false;  // an operation was issued since the last fence
+  // The ticket whose word message is not answered yet: no later one is taken until it is, so
+  // that operations after it take effect after it.
+  Ticket* word_ticket_ = nullptr;
+  std::deque<SentReply> replies_out_;
   std::uint64_t operations_ = 0, fences_ = 0, flushes_ = 0;  // GNIO_PROXY_STATS
+  std::uint64_t words_sent_ = 0, words_applied_ = 0;         // GNIO_PROXY_STATS
   std::thread thread_;
 };
 
@@ -137,6 +207,16 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
          "host memory) or a UCX built with CUDA (for example PyPI's libucx-cu12, UCX_ROOT at "
          "configure time)",
          rank_, ucp_get_version_string());
+  const std::string word_ops = config_text("GNIO_UCX_WORD_OPS");
+  GNIO_REQUIRE(word_ops == "auto" || word_ops == "rma" || word_ops == "am",
+               "GNIO_UCX_WORD_OPS='%s' is not one of auto, rma, am", word_ops.c_str());
+  word_ops_am_ = word_ops == "am" || (word_ops == "auto" && device_heap_);
+  // Every rank serves word messages (the choice is the same everywhere, but a peer's is not
+  // this rank's business); the handlers are in place before the collective heap registration
+  // below, which no rank passes before every rank set them.
+  mesh_.on_active_message(kWordRequestMessage, &UcxProxy::on_word_request, this);
+  mesh_.on_active_message(kWordReplyMessage, &UcxProxy::on_word_reply, this);
+  words_ = std::make_unique<Staging>(backend_, Staging::Direction::Inbound, !device_heap_, 4096);
   flush_.proxy = this;
   set_heap_bytes(heap_bytes);
   thread_ = std::thread([this] { run_guarded("ucx", [this] { progress_loop(); }); });
@@ -158,9 +238,13 @@ UcxProxy::~UcxProxy() {
   mesh_.close(5.0);
   if (stats())
     std::fprintf(
-        stderr, "gnio proxy stats, rank %d, ucx: %llu operations, %llu fences, %llu flushes\n",
+        stderr,
+        "gnio proxy stats, rank %d, ucx: %llu operations, %llu fences, %llu flushes, %llu word "
+        "messages sent, %llu applied\n",
         rank_, static_cast<unsigned long long>(operations_),
-        static_cast<unsigned long long>(fences_), static_cast<unsigned long long>(flushes_));
+        static_cast<unsigned long long>(fences_), static_cast<unsigned long long>(flushes_),
+        static_cast<unsigned long long>(words_sent_),
+        static_cast<unsigned long long>(words_applied_));
 }
 
 void UcxProxy::set_heap_bytes(std::uint64_t bytes) {
@@ -359,6 +443,9 @@ bool UcxProxy::atomic(Ticket& t, const ProxyDesc& d) {
   const std::uint64_t mask = width == 8 ? ~std::uint64_t{0} : 0xffffffffull;
   t.width = width;
   t.fetch = (d.flags & kProxyFetch) != 0;
+  if (word_ops_am_)
+    return word_by_message(t, atomic_word_op(static_cast<AtomicOp>(d.sig_op)), d.dst_offset, width,
+                           d.value & mask, d.sig_offset & mask);
   t.operand = d.value & mask;
   bool reply = true;
   ucp_atomic_op_t aop = UCP_ATOMIC_OP_ADD;
@@ -391,6 +478,147 @@ bool UcxProxy::atomic(Ticket& t, const ProxyDesc& d) {
                  false, "an atomic");
 }
 
+bool UcxProxy::word_by_message(Ticket& t, platform::WordOp op, std::uint64_t offset, unsigned width,
+                               std::uint64_t operand, std::uint64_t expected) {
+  if (offset % width != 0 ||
+      !inside_heap(offset, width, heap_bytes_.load(std::memory_order_acquire)))
+    return refuse(t, "names a signal or atomic word outside the peer's heap or unaligned");
+  t.word_message = true;
+  t.word.token = token_;
+  t.word.ticket = t.number;
+  t.word.offset = offset;
+  t.word.operand = operand;
+  t.word.expected = expected;
+  t.word.from = rank_;
+  t.word.op = static_cast<std::uint32_t>(op);
+  t.word.width = width;
+  ++operations_;
+  return true;
+}
+
+bool UcxProxy::send_word(Ticket& t) {
+  const ucp_request_param_t param = request(t, &UcxProxy::on_done);
+  t.word_sent = true;
+  ++t.pending;  // the answer
+  ++words_sent_;
+  return started(ucp_am_send_nbx(mesh_.ep(t.peer), kWordRequestMessage, &t.word, sizeof t.word,
+                                 nullptr, 0, &param),
+                 t, false, "a signal or atomic message");
+}
+
+ucs_status_t UcxProxy::on_word_request(void* arg, const void* header, std::size_t header_bytes,
+                                       void* /*data*/, std::size_t /*bytes*/,
+                                       const ucp_am_recv_param_t* /*param*/) {
+  auto* self = static_cast<UcxProxy*>(arg);
+  std::lock_guard<std::mutex> lock(self->received_mutex_);
+  if (header_bytes != sizeof(WordRequest)) {
+    self->malformed_ = true;
+    return UCS_OK;
+  }
+  WordRequest q;
+  std::memcpy(&q, header, sizeof q);
+  self->word_requests_.push_back(q);
+  return UCS_OK;
+}
+
+ucs_status_t UcxProxy::on_word_reply(void* arg, const void* header, std::size_t header_bytes,
+                                     void* /*data*/, std::size_t /*bytes*/,
+                                     const ucp_am_recv_param_t* /*param*/) {
+  auto* self = static_cast<UcxProxy*>(arg);
+  std::lock_guard<std::mutex> lock(self->received_mutex_);
+  if (header_bytes != sizeof(WordReply)) {
+    self->malformed_ = true;
+    return UCS_OK;
+  }
+  WordReply r;
+  std::memcpy(&r, header, sizeof r);
+  self->word_replies_.push_back(r);
+  return UCS_OK;
+}
+
+void UcxProxy::on_reply_sent(void* request, ucs_status_t status, void* user_data) {
+  auto* sent = static_cast<SentReply*>(user_data);
+  sent->done = true;
+  if (status != UCS_OK && !sent->proxy->stop_.load(std::memory_order_acquire))
+    sent->proxy->fail_transport(
+        format("rank %d: ucx transport: sending the answer to a signal or atomic failed: %s",
+               sent->proxy->rank_, net::ucx_status(status).c_str()));
+  ucp_request_free(request);
+}
+
+bool UcxProxy::serve_word_messages() {
+  std::vector<WordRequest> requests;
+  std::vector<WordReply> replies;
+  bool malformed = false;
+  {
+    std::lock_guard<std::mutex> lock(received_mutex_);
+    requests.swap(word_requests_);
+    replies.swap(word_replies_);
+    malformed = malformed_;
+  }
+  if (malformed) {
+    fail_transport(
+        format("rank %d: ucx transport: a peer sent a signal or atomic message of the "
+               "wrong size (a different gnio build?)",
+               rank_));
+    return false;
+  }
+  for (const WordRequest& q : requests) {
+    // Checked before anything is written: a message that fails is refused whole.
+    const std::uint64_t heap = heap_bytes_.load(std::memory_order_acquire);
+    if (q.token != token_ || q.from < 0 || q.from >= size_ || !mesh_.ep(q.from) ||
+        (q.width != 4 && q.width != 8) || q.offset % q.width != 0 ||
+        !inside_heap(q.offset, q.width, heap) ||
+        q.op > static_cast<std::uint32_t>(platform::WordOp::CompareSwap)) {
+      fail_transport(format("rank %d: ucx transport: refused a signal or atomic message claiming "
+                            "rank %d (job token, rank, width, alignment, operation or heap "
+                            "offset %llu of %llu bytes wrong); nothing was written",
+                            rank_, q.from, static_cast<unsigned long long>(q.offset),
+                            static_cast<unsigned long long>(heap)),
+                     q.from >= 0 && q.from < size_ ? q.from : -1);
+      return false;
+    }
+    // Applied after every earlier operation of that peer: it sent this once they completed.
+    const std::uint64_t old = words_->word_atomic(
+        heap_base_ + q.offset, q.width, static_cast<platform::WordOp>(q.op), q.operand, q.expected);
+    ++words_applied_;
+    replies_out_.push_back(SentReply{this, WordReply{token_, q.ticket, old, rank_, 0}, false});
+    SentReply& sent = replies_out_.back();
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = &UcxProxy::on_reply_sent;
+    param.user_data = &sent;
+    const ucs_status_ptr_t r = ucp_am_send_nbx(mesh_.ep(q.from), kWordReplyMessage, &sent.message,
+                                               sizeof sent.message, nullptr, 0, &param);
+    if (r == nullptr) {
+      sent.done = true;
+    } else if (UCS_PTR_IS_ERR(r)) {
+      sent.done = true;
+      fail_transport(format("rank %d: ucx transport: answering rank %d's signal or atomic failed: "
+                            "%s",
+                            rank_, q.from, net::ucx_status(UCS_PTR_STATUS(r)).c_str()),
+                     q.from);
+      return false;
+    }
+  }
+  while (!replies_out_.empty() && replies_out_.front().done) replies_out_.pop_front();
+  for (const WordReply& r : replies) {
+    Ticket* t = word_ticket_;
+    if (r.token != token_ || !t || !t->word_sent || r.ticket != t->number || r.from != t->peer) {
+      fail_transport(format("rank %d: ucx transport: rank %d sent an answer to ticket %llu, which "
+                            "asked it nothing open",
+                            rank_, r.from, static_cast<unsigned long long>(r.ticket)),
+                     r.from >= 0 && r.from < size_ ? r.from : -1);
+      return false;
+    }
+    t->reply = r.old;
+    t->word_message = false;
+    --t->pending;
+    word_ticket_ = nullptr;
+  }
+  return true;
+}
+
 bool UcxProxy::issue(Ticket& t, const ProxyDesc& d) {
   if (t.peer < 0 || t.peer >= size_ || !mesh_.ep(t.peer))
     return refuse(t, "names a rank that is not a remote peer");
@@ -407,10 +635,16 @@ bool UcxProxy::issue(Ticket& t, const ProxyDesc& d) {
       order();
       if (!put(t, region, d.dst_offset, src, d.bytes)) return false;
       if (d.op == static_cast<std::uint32_t>(ProxyOp::Put)) return true;
+      if (region == 0 && word_ops_am_)  // sent once the data is in place
+        return word_by_message(t, signal_word_op(d.sig_op), d.sig_offset, 8, d.value, 0);
       order();  // the signal lands after the data
       return signal(t, region, d.sig_offset, d.sig_op, d.value);
     }
-    case ProxyOp::Signal: order(); return signal(t, region, d.sig_offset, d.sig_op, d.value);
+    case ProxyOp::Signal:
+      if (region == 0 && word_ops_am_)
+        return word_by_message(t, signal_word_op(d.sig_op), d.sig_offset, 8, d.value, 0);
+      order();
+      return signal(t, region, d.sig_offset, d.sig_op, d.value);
     case ProxyOp::Get:
       if (region != 0) return refuse(t, "reads a landing region");
       order();
@@ -435,7 +669,7 @@ void UcxProxy::progress_loop() {
   auto last_work = Clock::now();
   while (!stop_.load(std::memory_order_acquire)) {
     bool busy = false;
-    if (!failed()) {
+    if (!failed() && !word_ticket_) {
       for (int taken = 0; taken < 64; ++taken) {
         const ProxyDesc* slot = handle_.slots + (next & mask);
         if (dev::atomic_load(&slot->seq, dev::Order::Acquire) != next + 1) break;
@@ -450,13 +684,25 @@ void UcxProxy::progress_loop() {
         if (t.fetch) fetching.push_back(&t);
         ++next;
         busy = true;
+        if (t.word_message) {
+          word_ticket_ = &t;
+          break;
+        }
       }
     }
     while (ucp_worker_progress(worker) != 0) busy = true;
+    if (!failed()) (void)serve_word_messages();
+    if (!failed() && word_ticket_ && !word_ticket_->word_sent &&
+        &tickets_.front() == word_ticket_ && word_ticket_->pending == 0 &&
+        (!word_ticket_->remote || flushed_ > word_ticket_->number)) {
+      // Everything before it is done and its own put in place: the peer applies it after them.
+      (void)send_word(*word_ticket_);
+      busy = true;
+    }
     if (!failed()) {
       for (std::size_t i = 0; i < fetching.size();) {
         Ticket& t = *fetching[i];
-        if (t.pending != 0) {
+        if (t.pending != 0 || t.word_message) {
           ++i;
           continue;
         }
@@ -492,7 +738,8 @@ void UcxProxy::progress_loop() {
       const std::uint64_t done_before = done;
       while (!tickets_.empty() && done < head) {
         const Ticket& t = tickets_.front();
-        if (t.pending != 0 || t.fetch || (t.remote && t.number >= flushed_)) break;
+        if (t.pending != 0 || t.fetch || t.word_message || (t.remote && t.number >= flushed_))
+          break;
         tickets_.pop_front();
         ++done;
       }
