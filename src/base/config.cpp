@@ -105,8 +105,9 @@ constexpr ConfigVar kVars[] = {
      "fault injection for tests: the tcp transport cuts its connection to a peer (shutdown) in the "
      "middle of the put data that takes the bytes sent to that peer past this many; 0 = off"},
     {"GNIO_NET_BAD_REPLY", ConfigType::Bool, "0",
-     "fault injection for tests: the tcp transport answers gets and atomics with a ticket that "
-     "names no request of the asker, which must reject the reply; 0 = off"},
+     "fault injection for tests: the tcp transport answers gets and atomics (ucx: signals and "
+     "atomics sent as messages, GNIO_UCX_WORD_OPS) with a ticket that names no request of the "
+     "asker, which must reject the reply; 0 = off"},
     // symmetric memory
     {"GNIO_HEAP_SIZE", ConfigType::Size, "256M",
      "symmetric heap mapped at Comm creation, per rank"},

@@ -300,11 +300,14 @@ void CommImpl::on_peer_lost(int rank, const std::string& what) noexcept {
     }
     lost_rank = rank;
     loss = what;
+    // Under the lock, with lost_rank: a transport failure that comes at the same moment
+    // (on_link_lost) either finds both (and leaves them) or comes first; never lost_rank set
+    // but the abort word still free, which would let it abort the device without a rank.
+    abort_device_for(rank);
   }
   GNIO_WARN(Init, "rank %d: %s; aborting the communicator", bootstrap->rank(), what.c_str());
   peer_lost.store(true, std::memory_order_release);
   aborted.store(true);
-  abort_device_for(rank);
   // After the abort word: writing the file must not delay stopping the device waits.
   dump_flight(FlightDump::PeerLost, what);
   // Bootstrap calls waiting on the dead rank (or on ranks waiting on it) end now, not at

@@ -480,6 +480,41 @@ TEST(NetFault, ReplyToNoRequestIsRejected) {
   c.free(buf);
 }
 
+// The same for the answer to a remote atomic (tcp: an atomic reply; ucx with
+// GNIO_UCX_WORD_OPS=am: the answer to a word message): refused, and both ranks abort in time.
+TEST(NetFault, AtomicReplyToNoRequestIsRejected) {
+  gnio::Comm& c = comm();
+  SymPtr<std::uint64_t> word = c.alloc<std::uint64_t>(1);
+  const std::uint64_t initial = 40;
+  gnio_test::to_device(c.local(word), &initial, sizeof initial);
+  c.bootstrap().barrier();
+  DeviceComm dc = c.device_comm();
+  const int me = c.rank();
+  const auto start = std::chrono::steady_clock::now();
+  gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
+    // What it returns once the communicator aborted is not the refused answer's value; the
+    // kernel may still be running when the host sees the error, so it is not read here.
+    if (me == 0) (void)dc.atomic_fetch_add(word, std::uint64_t{2}, 1);
+  });
+  std::string msg;
+  try {
+    c.synchronize(stream());
+    if (me == 0) ADD_FAILURE() << "expected RemoteError on rank 0";
+  } catch (const gnio::Error& e) {
+    EXPECT_EQ(e.error_class(), gnio::ErrorClass::RemoteError) << e.what();
+    msg = e.what();
+  }
+  if (me == 0) {
+    EXPECT_NE(msg.find("answers no open"), std::string::npos) << msg;
+  }
+  const auto deadline = start + std::chrono::seconds(8);
+  while (!c.aborted() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(c.aborted()) << "GNIO_TIMEOUT is 10 s: the rejection must be noticed, not timed out";
+  c.bootstrap().barrier();
+  c.free(word);
+}
+
 /// Collectives across nodes: the host API (Auto = ring through the proxy) and the device API
 /// inside a kernel, both checked element by element; in-place and out-of-place.
 TEST(Net, CollectivesAcrossNodes) {

@@ -147,6 +147,7 @@ void Proxy::fail_transport(const std::string& what, int lost_peer) {
       return;
     }
     error_ = what;
+    lost_peer_ = lost_peer;
     // Before the abort word: a host check that follows a device wait ended by it reports this
     // failure, not an anonymous abort.
     failed_.store(true, std::memory_order_release);
@@ -156,6 +157,16 @@ void Proxy::fail_transport(const std::string& what, int lost_peer) {
     dev::atomic_compare_swap(&control_->abort, 0u, kAbortDeviceError, dev::Order::AcqRel);
   }
   GNIO_WARN(Proxy, "%s", what.c_str());
+}
+
+std::string Proxy::failure() const {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  return error_;
+}
+
+int Proxy::failed_peer() const {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  return lost_peer_;
 }
 
 bool Proxy::deliver_result(std::uint64_t ticket, std::uint64_t value) {

@@ -64,6 +64,9 @@ class Proxy {
   void check() const;
   /// True once the transport failed.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
+  /// The first failure's description, and the peer whose lost link it was (-1: none).
+  std::string failure() const;
+  int failed_peer() const;
 
  protected:
   /// Allocates the ring (collective only through what the backend's constructor adds).
@@ -128,6 +131,7 @@ class Proxy {
   std::atomic<bool> failed_{false};
   mutable std::mutex error_mutex_;
   std::string error_;
+  int lost_peer_ = -1;
 };
 
 /// The word operation a signal of `sig_op` (SignalOp: Set or Add) is.

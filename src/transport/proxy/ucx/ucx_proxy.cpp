@@ -59,8 +59,16 @@ class UcxProxy final : public Proxy {
     std::int32_t from = -1;
     std::uint32_t pad = 0;
   };
+  /// Tells a peer that this rank's transport failed: UCX keeps the endpoints up, so without it a
+  /// peer would learn only from its own timeouts (tcp: the closed connection tells).
+  struct Ended {
+    std::uint64_t token = 0;
+    std::int32_t from = -1;
+    std::int32_t lost = -1;  ///< the rank whose lost link failed it (-1: none); the data: why
+  };
   static constexpr unsigned kWordRequestMessage = 0x47;
   static constexpr unsigned kWordReplyMessage = 0x48;
+  static constexpr unsigned kEndedMessage = 0x49;
 
   /// One ticket taken from the ring, until it is done. Lives in tickets_ (a deque: UCX's
   /// completion callbacks hold its address).
@@ -122,6 +130,10 @@ class UcxProxy final : public Proxy {
                                     void* data, std::size_t bytes,
                                     const ucp_am_recv_param_t* param);
   static void on_reply_sent(void* request, ucs_status_t status, void* user_data);
+  static ucs_status_t on_ended(void* arg, const void* header, std::size_t header_bytes, void* data,
+                               std::size_t bytes, const ucp_am_recv_param_t* param);
+  /// Once the transport failed (not because a peer said so): tells every peer, once.
+  void tell_peers_ended();
   /// Where [offset, offset + bytes) of `region` of `peer` starts (`addr`, `key`) and how much of
   /// it one registration covers (`span`); false when it lies outside what was registered.
   bool locate(int peer, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes,
@@ -154,12 +166,23 @@ class UcxProxy final : public Proxy {
   // (through `words_`, this rank's side of that) instead of as UCX atomics.
   bool word_ops_am_ = false;
   std::unique_ptr<Staging> words_;
+  // Fault injection (GNIO_NET_BAD_REPLY): answers name a ticket the asker never used.
+  std::uint64_t bad_reply_ = 0;
   // Word messages and answers received (by whichever thread progressed the worker), not yet
   // handled; `malformed_`: one had the wrong size.
   std::mutex received_mutex_;
   std::vector<WordRequest> word_requests_;
   std::vector<WordReply> word_replies_;
   bool malformed_ = false;
+  // The first peer that said its transport failed, the rank it lost (-1: none) and why.
+  int ended_peer_ = -1;
+  int ended_lost_ = -1;
+  std::string ended_why_;
+  // Proxy thread: the peers were told of this rank's failure (or it came from one of them).
+  bool told_peers_ = false;
+  // What they are told (UCX reads both until the sends complete).
+  Ended ended_;
+  std::string ended_text_;
   // Registrations: the heap's segments (one per growth, ascending offsets, covering
   // [0, exposed_)) and the landing inboxes (id - 1). Appended by the collective thread, read by
   // the proxy thread.
@@ -211,11 +234,13 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
   GNIO_REQUIRE(word_ops == "auto" || word_ops == "rma" || word_ops == "am",
                "GNIO_UCX_WORD_OPS='%s' is not one of auto, rma, am", word_ops.c_str());
   word_ops_am_ = word_ops == "am" || (word_ops == "auto" && device_heap_);
+  bad_reply_ = config_bool("GNIO_NET_BAD_REPLY") ? std::uint64_t{1} << 62 : 0;
   // Every rank serves word messages (the choice is the same everywhere, but a peer's is not
   // this rank's business); the handlers are in place before the collective heap registration
   // below, which no rank passes before every rank set them.
   mesh_.on_active_message(kWordRequestMessage, &UcxProxy::on_word_request, this);
   mesh_.on_active_message(kWordReplyMessage, &UcxProxy::on_word_reply, this);
+  mesh_.on_active_message(kEndedMessage, &UcxProxy::on_ended, this);
   words_ = std::make_unique<Staging>(backend_, Staging::Direction::Inbound, !device_heap_, 4096);
   flush_.proxy = this;
   set_heap_bytes(heap_bytes);
@@ -546,15 +571,62 @@ void UcxProxy::on_reply_sent(void* request, ucs_status_t status, void* user_data
   ucp_request_free(request);
 }
 
+ucs_status_t UcxProxy::on_ended(void* arg, const void* header, std::size_t header_bytes, void* data,
+                                std::size_t bytes, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxProxy*>(arg);
+  Ended e;
+  if (header_bytes != sizeof e) return UCS_OK;
+  std::memcpy(&e, header, sizeof e);
+  if (e.token != self->token_ || e.from < 0 || e.from >= self->size_) return UCS_OK;
+  std::lock_guard<std::mutex> lock(self->received_mutex_);
+  if (self->ended_peer_ >= 0) return UCS_OK;
+  self->ended_peer_ = e.from;
+  self->ended_lost_ = e.lost >= 0 && e.lost < self->size_ ? e.lost : -1;
+  // The reason is short (eager): its data is here during the call. Otherwise it is left out.
+  if (data && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0)
+    self->ended_why_.assign(static_cast<const char*>(data), std::min<std::size_t>(bytes, 1024));
+  return UCS_OK;
+}
+
+void UcxProxy::tell_peers_ended() {
+  told_peers_ = true;
+  ended_ = Ended{token_, rank_, failed_peer()};
+  ended_text_ = failure();
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+  param.cb.send = [](void* request, ucs_status_t, void*) { ucp_request_free(request); };
+  for (int peer : mesh_.peers()) {
+    // Best effort: a peer that cannot be reached will find out by itself.
+    const ucs_status_ptr_t r =
+        ucp_am_send_nbx(mesh_.ep(peer), kEndedMessage, &ended_, sizeof ended_, ended_text_.data(),
+                        ended_text_.size(), &param);
+    (void)r;
+  }
+}
+
 bool UcxProxy::serve_word_messages() {
   std::vector<WordRequest> requests;
   std::vector<WordReply> replies;
   bool malformed = false;
+  int ended = -1, lost = -1;
+  std::string why;
   {
     std::lock_guard<std::mutex> lock(received_mutex_);
     requests.swap(word_requests_);
     replies.swap(word_replies_);
     malformed = malformed_;
+    ended = ended_peer_;
+    lost = ended_lost_;
+    why = ended_why_;
+  }
+  if (ended >= 0) {
+    told_peers_ = true;  // no echo: the failure is the peer's
+    // The rank to blame is the one the peer lost, if its failure was a lost link (and not this
+    // rank: then the peer itself, which this rank can no longer work with).
+    fail_transport(format("rank %d: ucx transport: rank %d's transport failed: %s", rank_, ended,
+                          why.empty() ? "(its log says why)" : why.c_str()),
+                   lost >= 0 && lost != rank_ ? lost : ended);
+    return false;
   }
   if (malformed) {
     fail_transport(
@@ -582,7 +654,8 @@ bool UcxProxy::serve_word_messages() {
     const std::uint64_t old = words_->word_atomic(
         heap_base_ + q.offset, q.width, static_cast<platform::WordOp>(q.op), q.operand, q.expected);
     ++words_applied_;
-    replies_out_.push_back(SentReply{this, WordReply{token_, q.ticket, old, rank_, 0}, false});
+    replies_out_.push_back(
+        SentReply{this, WordReply{token_, q.ticket ^ bad_reply_, old, rank_, 0}, false});
     SentReply& sent = replies_out_.back();
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -605,8 +678,9 @@ bool UcxProxy::serve_word_messages() {
   for (const WordReply& r : replies) {
     Ticket* t = word_ticket_;
     if (r.token != token_ || !t || !t->word_sent || r.ticket != t->number || r.from != t->peer) {
-      fail_transport(format("rank %d: ucx transport: rank %d sent an answer to ticket %llu, which "
-                            "asked it nothing open",
+      fail_transport(format("rank %d: ucx transport: rank %d sent an answer naming ticket %llu, "
+                            "which answers no open signal or atomic of this rank; nothing of it "
+                            "was used",
                             rank_, r.from, static_cast<unsigned long long>(r.ticket)),
                      r.from >= 0 && r.from < size_ ? r.from : -1);
       return false;
@@ -691,7 +765,8 @@ void UcxProxy::progress_loop() {
       }
     }
     while (ucp_worker_progress(worker) != 0) busy = true;
-    if (!failed()) (void)serve_word_messages();
+    if (!told_peers_) (void)serve_word_messages();
+    if (failed() && !told_peers_) tell_peers_ended();
     if (!failed() && word_ticket_ && !word_ticket_->word_sent &&
         &tickets_.front() == word_ticket_ && word_ticket_->pending == 0 &&
         (!word_ticket_->remote || flushed_ > word_ticket_->number)) {
