@@ -439,6 +439,29 @@ TEST(Net, GetAndAtomicsAfterPutSeeIt) {
   c.free(buf);
 }
 
+/// After rank 0's request drew a forged reply: rank 0's synchronize throws RemoteError whose text
+/// holds `refusal`; every rank (rank 1 from the closed connection or the ucx transport's last
+/// message) sees the communicator aborted well before GNIO_TIMEOUT (10 s). Ends at a barrier.
+void expect_reply_refused(gnio::Comm& c, std::chrono::steady_clock::time_point start,
+                          const char* refusal) {
+  std::string msg;
+  try {
+    c.synchronize(stream());
+    if (c.rank() == 0) ADD_FAILURE() << "expected RemoteError on rank 0";
+  } catch (const gnio::Error& e) {
+    EXPECT_EQ(e.error_class(), gnio::ErrorClass::RemoteError) << e.what();
+    msg = e.what();
+  }
+  if (c.rank() == 0) {
+    EXPECT_NE(msg.find(refusal), std::string::npos) << msg;
+  }
+  const auto deadline = start + std::chrono::seconds(8);
+  while (!c.aborted() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(c.aborted()) << "GNIO_TIMEOUT is 10 s: the rejection must be noticed, not timed out";
+  c.bootstrap().barrier();
+}
+
 /// Replies that answer no request (GNIO_NET_BAD_REPLY=1, set by CMakeLists.txt: every reply names
 /// a ticket the asker never used): the asker rejects them before writing a byte, and both ranks
 /// get RemoteError at once, not at the deadline.
@@ -456,26 +479,12 @@ TEST(NetFault, ReplyToNoRequestIsRejected) {
   gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
     if (me == 0) dc.get(dst, buf, 256, 1);
   });
-  std::string msg;
-  try {
-    c.synchronize(stream());
-    if (me == 0) ADD_FAILURE() << "expected RemoteError on rank 0";
-  } catch (const gnio::Error& e) {
-    EXPECT_EQ(e.error_class(), gnio::ErrorClass::RemoteError) << e.what();
-    msg = e.what();
-  }
+  expect_reply_refused(c, start, "answers no open get");
   if (me == 0) {
-    EXPECT_NE(msg.find("answers no open get"), std::string::npos) << msg;
     // A plain read (host backend; copies through the aborted communicator would throw).
     std::vector<std::uint8_t> got(dst, dst + 256);
     EXPECT_EQ(got, poison) << "nothing of the rejected reply may be written";
   }
-  // Rank 1 learns of it when rank 0 closes the connection.
-  const auto deadline = start + std::chrono::seconds(8);
-  while (!c.aborted() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_TRUE(c.aborted()) << "GNIO_TIMEOUT is 10 s: the rejection must be noticed, not timed out";
-  c.bootstrap().barrier();
   c.free_device(dst);
   c.free(buf);
 }
@@ -496,22 +505,7 @@ TEST(NetFault, AtomicReplyToNoRequestIsRejected) {
     // kernel may still be running when the host sees the error, so it is not read here.
     if (me == 0) (void)dc.atomic_fetch_add(word, std::uint64_t{2}, 1);
   });
-  std::string msg;
-  try {
-    c.synchronize(stream());
-    if (me == 0) ADD_FAILURE() << "expected RemoteError on rank 0";
-  } catch (const gnio::Error& e) {
-    EXPECT_EQ(e.error_class(), gnio::ErrorClass::RemoteError) << e.what();
-    msg = e.what();
-  }
-  if (me == 0) {
-    EXPECT_NE(msg.find("answers no open"), std::string::npos) << msg;
-  }
-  const auto deadline = start + std::chrono::seconds(8);
-  while (!c.aborted() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_TRUE(c.aborted()) << "GNIO_TIMEOUT is 10 s: the rejection must be noticed, not timed out";
-  c.bootstrap().barrier();
+  expect_reply_refused(c, start, "answers no open");
   c.free(word);
 }
 

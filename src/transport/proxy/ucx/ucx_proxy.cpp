@@ -123,6 +123,11 @@ class UcxProxy final : public Proxy {
   bool send_word(Ticket& t);
   /// Applies the word messages peers sent and answers them; takes the answers to ours.
   bool serve_word_messages();
+  /// Copies a received message's header into `queue` (under received_mutex_; one of the wrong
+  /// size marks malformed_). Called inside UCX's progress, which must not block.
+  template <class Message>
+  static ucs_status_t queue_message(void* arg, const void* header, std::size_t header_bytes,
+                                    std::vector<Message> UcxProxy::*queue);
   static ucs_status_t on_word_request(void* arg, const void* header, std::size_t header_bytes,
                                       void* data, std::size_t bytes,
                                       const ucp_am_recv_param_t* param);
@@ -531,34 +536,31 @@ bool UcxProxy::send_word(Ticket& t) {
                  t, false, "a signal or atomic message");
 }
 
-ucs_status_t UcxProxy::on_word_request(void* arg, const void* header, std::size_t header_bytes,
-                                       void* /*data*/, std::size_t /*bytes*/,
-                                       const ucp_am_recv_param_t* /*param*/) {
+template <class Message>
+ucs_status_t UcxProxy::queue_message(void* arg, const void* header, std::size_t header_bytes,
+                                     std::vector<Message> UcxProxy::*queue) {
   auto* self = static_cast<UcxProxy*>(arg);
   std::lock_guard<std::mutex> lock(self->received_mutex_);
-  if (header_bytes != sizeof(WordRequest)) {
+  if (header_bytes != sizeof(Message)) {
     self->malformed_ = true;
     return UCS_OK;
   }
-  WordRequest q;
-  std::memcpy(&q, header, sizeof q);
-  self->word_requests_.push_back(q);
+  Message m;
+  std::memcpy(&m, header, sizeof m);
+  (self->*queue).push_back(m);
   return UCS_OK;
+}
+
+ucs_status_t UcxProxy::on_word_request(void* arg, const void* header, std::size_t header_bytes,
+                                       void* /*data*/, std::size_t /*bytes*/,
+                                       const ucp_am_recv_param_t* /*param*/) {
+  return queue_message(arg, header, header_bytes, &UcxProxy::word_requests_);
 }
 
 ucs_status_t UcxProxy::on_word_reply(void* arg, const void* header, std::size_t header_bytes,
                                      void* /*data*/, std::size_t /*bytes*/,
                                      const ucp_am_recv_param_t* /*param*/) {
-  auto* self = static_cast<UcxProxy*>(arg);
-  std::lock_guard<std::mutex> lock(self->received_mutex_);
-  if (header_bytes != sizeof(WordReply)) {
-    self->malformed_ = true;
-    return UCS_OK;
-  }
-  WordReply r;
-  std::memcpy(&r, header, sizeof r);
-  self->word_replies_.push_back(r);
-  return UCS_OK;
+  return queue_message(arg, header, header_bytes, &UcxProxy::word_replies_);
 }
 
 void UcxProxy::on_reply_sent(void* request, ucs_status_t status, void* user_data) {
