@@ -151,6 +151,16 @@ class UcxProxy final : public Proxy {
   template <class Issue>
   bool each_span(Ticket& t, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes,
                  const char* outside, Issue issue);
+  /// What a failed UCX operation on a GPU heap most likely means ("" on the host backend).
+  const char* gpu_hint() const {
+    if (!device_heap_) return "";
+    return word_ops_am_ ? " (on GPU memory: UCX moves it through its CUDA support; GNIO_NET=tcp "
+                          "stages through host memory instead)"
+                        : " (UCX found no protocol for it on GPU memory: UCX atomics into a GPU "
+                          "heap need InfiniBand/RoCE with GPUDirect RDMA and device-memory "
+                          "atomics; GNIO_UCX_WORD_OPS=auto sends signals and atomics as messages "
+                          "instead)";
+  }
   /// Accounts for the request `r` a UCX call returned for `t`; false (transport failed) on error.
   bool started(ucs_status_ptr_t r, Ticket& t, bool reads_source, const char* what);
   /// Orders the next operation after every earlier one (the device API's per-peer order).
@@ -348,14 +358,9 @@ void UcxProxy::completed(Ticket& t, ucs_status_t status, bool reads_source) {
   --t.pending;
   if (reads_source) --t.source_pending;
   if (status != UCS_OK && !stop_.load(std::memory_order_acquire))
-    fail_transport(
-        format("rank %d: ucx transport: an operation to rank %d failed: %s%s", rank_, t.peer,
-               net::ucx_status(status).c_str(),
-               device_heap_ ? " (UCX found no protocol for it on GPU memory: signals and atomics "
-                              "into a GPU heap need InfiniBand/RoCE with GPUDirect RDMA and "
-                              "device-memory atomics; GNIO_NET=tcp stages through host memory)"
-                            : ""),
-        t.peer);
+    fail_transport(format("rank %d: ucx transport: an operation to rank %d failed: %s%s", rank_,
+                          t.peer, net::ucx_status(status).c_str(), gpu_hint()),
+                   t.peer);
 }
 
 void UcxProxy::on_done(void* request, ucs_status_t status, void* user_data) {
@@ -384,8 +389,8 @@ void UcxProxy::on_flushed(void* request, ucs_status_t status, void* user_data) {
 bool UcxProxy::started(ucs_status_ptr_t r, Ticket& t, bool reads_source, const char* what) {
   if (r == nullptr) return true;  // completed at once
   if (UCS_PTR_IS_ERR(r)) {
-    fail_transport(format("rank %d: ucx transport: %s to rank %d failed: %s", rank_, what, t.peer,
-                          net::ucx_status(UCS_PTR_STATUS(r)).c_str()),
+    fail_transport(format("rank %d: ucx transport: %s to rank %d failed: %s%s", rank_, what, t.peer,
+                          net::ucx_status(UCS_PTR_STATUS(r)).c_str(), gpu_hint()),
                    t.peer);
     return false;
   }
