@@ -300,14 +300,16 @@ void CommImpl::on_peer_lost(int rank, const std::string& what) noexcept {
     }
     lost_rank = rank;
     loss = what;
-    // Under the lock, with lost_rank: a transport failure that comes at the same moment
-    // (on_link_lost) either finds both (and leaves them) or comes first; never lost_rank set
-    // but the abort word still free, which would let it abort the device without a rank.
+    // The host-side flags before the abort word (a host check after a device wait that the
+    // abort ended must find them), and all of it under the lock with lost_rank: a transport
+    // failure at the same moment (on_link_lost) either finds the word set (and leaves it) or
+    // comes first; never lost_rank set but the word still free, which would let it abort the
+    // device without naming the rank.
+    peer_lost.store(true, std::memory_order_release);
+    aborted.store(true);
     abort_device_for(rank);
   }
   GNIO_WARN(Init, "rank %d: %s; aborting the communicator", bootstrap->rank(), what.c_str());
-  peer_lost.store(true, std::memory_order_release);
-  aborted.store(true);
   // After the abort word: writing the file must not delay stopping the device waits.
   dump_flight(FlightDump::PeerLost, what);
   // Bootstrap calls waiting on the dead rank (or on ranks waiting on it) end now, not at
