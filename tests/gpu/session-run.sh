@@ -99,6 +99,9 @@ step() {  # step NAME command...: runs it with its output in $r/NAME.log and rec
   return $rc
 }
 
+# The RMA tests the proxy's network backends run (as 2 nodes).
+rma_net_filter='--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComparisons:Rma.BarrierWorld*'
+
 sanitize_tests='^(rma_test_2_gpu|heap_test_2_gpu|window_test_2_gpu|coll_types_test_gpu|rma_fault_BadInput_PeerOutOfRangeIsInvalidArgument_gpu)$'
 
 run_step() {
@@ -181,8 +184,7 @@ run_step() {
       mkdir -p "$r/net"
       step ucx-info bash -c "ucx_info -v 2>/dev/null; ldd $B/src/libgnio.so | grep -i uc"
       step ucx-rma env GNIO_NET=ucx GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 timeout 300 "$R" -n 2 \
-        --nodes 2 --timeout 280 -- "$B/tests/rma/rma_test_2_gpu" \
-        '--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComparisons:Rma.BarrierWorld*'
+        --nodes 2 --timeout 280 -- "$B/tests/rma/rma_test_2_gpu" "$rma_net_filter"
       step ucx-coll env GNIO_NET=ucx GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 timeout 400 "$R" -n 2 \
         --nodes 2 --timeout 380 -- "$B/tests/coll/coll_test_2_gpu"
       step ucx-perf-rma env GNIO_NET=ucx "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- \
@@ -193,12 +195,11 @@ run_step() {
         -e "${NET_AR_MAX:-${NET_MAX:-64M}}" -f 8 --vs-nccl --json "$r/net/allreduce-ucx.json" ;;
     ucx-quick)
       mkdir -p "$r/net"
-      local rma_filter='--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComparisons:Rma.BarrierWorld*'
       step ucx-info bash -c "ucx_info -v 2>/dev/null; ldd $B/src/libgnio.so | grep -i uc"
       for net in ucx tcp; do
         step "$net-rma-suite" env GNIO_NET=$net GNIO_PROXY_STATS=1 GNIO_HEAP_SIZE=64M \
           GNIO_TIMEOUT=60 timeout 300 "$R" -n 2 --nodes 2 --timeout 280 -- \
-          "$B/tests/rma/rma_test_2_gpu" "$rma_filter"
+          "$B/tests/rma/rma_test_2_gpu" "$rma_net_filter"
       done
       step ucx-coll-all env GNIO_NET=ucx GNIO_TIMEOUT=60 "$R" -n 2 --nodes 2 --timeout 300 -- \
         "$P" coll --coll all -b 8 -e 4M -f 8 -n 5 -w 1 --reps 1 --json "$r/net/coll-all-ucx.json"

@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -186,6 +187,9 @@ class UcxProxy final : public Proxy {
   // Word messages and answers received (by whichever thread progressed the worker), not yet
   // handled; `malformed_`: one had the wrong size.
   std::mutex received_mutex_;
+  // Set (under received_mutex_) whenever a handler left something above: the progress loop
+  // looks at it instead of taking the lock on every turn.
+  std::atomic<bool> received_{false};
   std::vector<WordRequest> word_requests_;
   std::vector<WordReply> word_replies_;
   bool malformed_ = false;
@@ -548,11 +552,13 @@ ucs_status_t UcxProxy::queue_message(void* arg, const void* header, std::size_t 
   std::lock_guard<std::mutex> lock(self->received_mutex_);
   if (header_bytes != sizeof(Message)) {
     self->malformed_ = true;
+    self->received_.store(true, std::memory_order_release);
     return UCS_OK;
   }
   Message m;
   std::memcpy(&m, header, sizeof m);
   (self->*queue).push_back(m);
+  self->received_.store(true, std::memory_order_release);
   return UCS_OK;
 }
 
@@ -592,6 +598,7 @@ ucs_status_t UcxProxy::on_ended(void* arg, const void* header, std::size_t heade
   // The reason is short (eager): its data is here during the call. Otherwise it is left out.
   if (data && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0)
     self->ended_why_.assign(static_cast<const char*>(data), std::min<std::size_t>(bytes, 1024));
+  self->received_.store(true, std::memory_order_release);
   return UCS_OK;
 }
 
@@ -619,6 +626,7 @@ bool UcxProxy::serve_word_messages() {
   std::string why;
   {
     std::lock_guard<std::mutex> lock(received_mutex_);
+    received_.store(false, std::memory_order_relaxed);
     requests.swap(word_requests_);
     replies.swap(word_replies_);
     malformed = malformed_;
@@ -772,7 +780,7 @@ void UcxProxy::progress_loop() {
       }
     }
     while (ucp_worker_progress(worker) != 0) busy = true;
-    if (!told_peers_) (void)serve_word_messages();
+    if (!told_peers_ && received_.load(std::memory_order_acquire)) (void)serve_word_messages();
     if (failed() && !told_peers_) tell_peers_ended();
     if (!failed() && word_ticket_ && !word_ticket_->word_sent &&
         &tickets_.front() == word_ticket_ && word_ticket_->pending == 0 &&
