@@ -163,6 +163,14 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_COLL_REMOTE_ONESHOT_MAX", ConfigType::Size, "64K",
      "auto on a team that spans nodes: oneshot (every input sent to every member through the "
      "pipes, one network hop) up to this, ring above"},
+    {"GNIO_COLL_HIER", ConfigType::Enum, "auto",
+     "host allreduce over several nodes of equal rank counts (at least 2 each) {auto, on, off}: "
+     "hierarchical = reduce_scatter inside each node over peer memory, allreduce of each rank's "
+     "block with its counterparts on the other nodes (1/ranks-per-node of the bytes cross the "
+     "network), allgather inside each node; auto = from GNIO_COLL_HIER_MIN bytes up, unless "
+     "allreduce's algorithm is forced (GNIO_ALGO); on = every such allreduce; off = never"},
+    {"GNIO_COLL_HIER_MIN", ConfigType::Size, "256K",
+     "GNIO_COLL_HIER=auto: smallest allreduce (bytes per rank) that runs hierarchically"},
     {"GNIO_COLL_BLOCKS", ConfigType::Int, "0",
      "blocks per collective kernel (1..256, ring at most 16); 0 = by algorithm and size (ll at "
      "most 64, oneshot/twoshot at most 128)"},

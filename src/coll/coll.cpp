@@ -141,6 +141,8 @@ struct CollConfig {
   std::uint64_t ll_max = 0;
   std::uint64_t oneshot_max = 0;
   std::uint64_t remote_oneshot_max = 0;
+  enum class Hier { Auto, On, Off } hier = Hier::Auto;
+  std::uint64_t hier_min = 0;
 };
 
 CollConfig read_config() {
@@ -154,6 +156,13 @@ CollConfig read_config() {
   c.ll_max = config_size("GNIO_COLL_LL_MAX");
   c.oneshot_max = config_size("GNIO_COLL_ONESHOT_MAX");
   c.remote_oneshot_max = config_size("GNIO_COLL_REMOTE_ONESHOT_MAX");
+  const std::string hier = config_text("GNIO_COLL_HIER");
+  GNIO_REQUIRE(hier == "auto" || hier == "on" || hier == "off",
+               "GNIO_COLL_HIER='%s' is not one of auto, on, off", hier.c_str());
+  c.hier = hier == "on"    ? CollConfig::Hier::On
+           : hier == "off" ? CollConfig::Hier::Off
+                           : CollConfig::Hier::Auto;
+  c.hier_min = config_size("GNIO_COLL_HIER_MIN");
   GNIO_REQUIRE(c.scratch >= (64u << 10),
                "GNIO_COLL_SCRATCH=%zu: collectives need at least 64K of scratch", c.scratch);
   GNIO_REQUIRE(c.staging == 0 || c.staging >= (64u << 10),
@@ -189,6 +198,51 @@ Geometry geometry(const CollConfig& c, std::size_t slots) {
   return g;
 }
 
+/// The teams of the hierarchical allreduce (see run_hierarchical): this rank's node and its
+/// counterparts, the ranks with its index on every node, in node order.
+struct Hierarchy {
+  bool usable = false;  ///< at least 2 nodes, each with the same number (>= 2) of ranks
+  Team node;
+  Team across;
+};
+
+/// The world ranks of every node, ascending, when the job has a hierarchy (at least 2 nodes, each
+/// with the same number, at least 2, of ranks); empty otherwise.
+std::vector<std::vector<int>> hierarchy_shape(const CommImpl& impl) {
+  if (impl.nodes < 2) return {};
+  std::vector<std::vector<int>> by_node(static_cast<std::size_t>(impl.nodes));
+  for (std::size_t r = 0; r < impl.node_of_rank.size(); ++r)
+    by_node[static_cast<std::size_t>(impl.node_of_rank[r])].push_back(static_cast<int>(r));
+  for (const std::vector<int>& ranks : by_node)
+    if (ranks.size() != by_node.front().size()) return {};
+  if (by_node.front().size() < 2) return {};
+  return by_node;
+}
+
+/// Makes the hierarchy's teams when the job's shape allows one. Collective over all ranks, and
+/// independent of the GNIO_COLL_HIER settings, so that ranks whose settings differ still make the
+/// same teams (every rank makes every node index's team: team ids and heap offsets stay the same
+/// everywhere).
+Hierarchy make_hierarchy(CommImpl& impl) {
+  Hierarchy h;
+  const std::vector<std::vector<int>> by_node = hierarchy_shape(impl);
+  if (by_node.empty()) return h;
+  const std::size_t per_node = by_node.front().size();
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  for (std::size_t i = 0; i < per_node; ++i) {
+    std::vector<int> members;
+    for (const std::vector<int>& ranks : by_node) members.push_back(ranks[i]);
+    const Team t = impl.make_team(members);
+    if (t.contains_me()) h.across = t;
+  }
+  h.node = impl.node_team;
+  // The node team lists the node's ranks ascending, as by_node does: member i of this rank's
+  // node team and of its counterparts' node teams hold the same block.
+  GNIO_ASSERT(h.across.contains_me() && h.node.index == impl.local_rank);
+  h.usable = true;
+  return h;
+}
+
 struct Channel {
   std::uintptr_t key = 0;
   bool host = false;
@@ -207,6 +261,7 @@ class CollState {
   std::mutex mu;     // guards algos and channels
   AlgoTable algos;
   std::vector<Channel> channels;
+  Hierarchy hier;  // made with the first channel; unchanged after
   // GNIO_CHECK: held across one call's exchange, so calls from several threads keep their
   // sequence numbers in the order of their bootstrap exchanges.
   std::mutex check_mu;
@@ -306,6 +361,7 @@ CollChannel channel_for(CommImpl& impl, CollState& st, StreamRef stream) {
   c.key = key;
   c.host = host;
   c.dev = create_channel(impl, st.cfg, static_cast<std::uint32_t>(st.channels.size()));
+  if (st.channels.empty()) st.hier = make_hierarchy(impl);
   st.channels.push_back(c);
   return c.dev;
 }
@@ -729,19 +785,12 @@ bool in_heap(const CommImpl& impl, const void* p, std::size_t bytes) {
          bytes <= impl.heap->mapped() - static_cast<std::size_t>(c - base);
 }
 
-void run(Comm& comm, const Request& r, StreamRef stream) {
+/// Enqueues a validated call over `team` on channel `ch`.
+void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team, const Request& r,
+             StreamRef stream) {
   CommImpl& impl = *comm.impl();
-  CollState& st = state(impl);
-  if (st.check) {
-    cross_check(comm, impl, st, r, stream);
-  } else {
-    validate(comm, r);
-    check_stream(comm, stream);
-  }
-  if (r.kind != CollKind::AllToAllV && r.count == 0) return;
-  const CollChannel ch = channel_for(impl, st, stream);
-  const CollComm cc = make_coll_comm(comm, st, ch, impl.world);
-  const int n = comm.size(), me = comm.rank();
+  const CollComm cc = make_coll_comm(comm, st, ch, team);
+  const int n = team.size, me = team.index;
   const bool host = stream.is_host();
   const std::size_t es = size_of(r.type);
   const CollArgs full = full_args(comm, r);
@@ -839,6 +888,82 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
       }
     }
   }
+}
+
+/// Does allreduce call `r` run hierarchically (GNIO_COLL_HIER, GNIO_COLL_HIER_MIN)? The same
+/// answer on every rank: it depends on the job's shape, the call and the settings only.
+bool hierarchical(const CommImpl& impl, CollState& st, const Request& r) {
+  if (r.kind != CollKind::AllReduce || st.cfg.hier == CollConfig::Hier::Off) return false;
+  const std::vector<std::vector<int>> shape = hierarchy_shape(impl);
+  if (shape.empty() || r.count < shape.front().size()) return false;
+  if (st.cfg.hier == CollConfig::Hier::On) return true;
+  CollAlgo forced;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    forced = st.algos.forced[static_cast<int>(CollKind::AllReduce)];
+  }
+  return forced == CollAlgo::Auto && r.count * size_of(r.type) >= st.cfg.hier_min;
+}
+
+/// Allreduce over nodes of L ranks each, with 1/L of the bytes crossing the network: the first
+/// L * (count / L) elements are reduce-scattered inside each node over peer memory (this rank's
+/// node index i gets block i), block i is allreduced with the ranks of index i on the other nodes
+/// (L allreduces of count / L elements between the nodes at the same time, through the proxies),
+/// and the blocks are allgathered inside each node; the count % L elements left over run as one
+/// flat allreduce. Every part is an ordinary call of its team on the same channel: a channel's
+/// per-pair call counters count a part only for the pairs of its team, on both ends, so the parts
+/// need no synchronisation beyond their own. Every rank ends with the same bits: each block is
+/// reduced once (on one node), combined across nodes by an algorithm whose result is the same on
+/// every member, and copied.
+void run_hierarchical(Comm& comm, CollState& st, const CollChannel& ch, const Request& r,
+                      StreamRef stream) {
+  const Hierarchy& h = st.hier;
+  GNIO_ASSERT(h.usable);
+  const std::size_t es = size_of(r.type), per_node = static_cast<std::size_t>(h.node.size);
+  const std::size_t block = r.count / per_node, head = block * per_node;
+  char* mine = r.recv + block * static_cast<std::size_t>(h.node.index) * es;
+  GNIO_TRACE(Coll, "allreduce of %zu x %s hierarchical: %d nodes of %zu ranks, blocks of %zu%s",
+             r.count, to_string(r.type), h.across.size, per_node, block,
+             head < r.count ? ", the rest flat" : "");
+  Request part = r;
+  part.kind = CollKind::ReduceScatter;  // in place when send == recv: mine == send + index*block
+  part.count = block;
+  part.recv = mine;
+  enqueue(comm, st, ch, h.node, part, stream);
+  part = r;
+  part.count = block;
+  part.send = mine;
+  part.recv = mine;
+  enqueue(comm, st, ch, h.across, part, stream);
+  part = r;
+  part.kind = CollKind::AllGather;  // in place: send == recv + index*block
+  part.count = block;
+  part.send = mine;
+  enqueue(comm, st, ch, h.node, part, stream);
+  if (head < r.count) {
+    part = r;
+    part.count = r.count - head;
+    part.send = r.send + head * es;
+    part.recv = r.recv + head * es;
+    enqueue(comm, st, ch, comm.impl()->world, part, stream);
+  }
+}
+
+void run(Comm& comm, const Request& r, StreamRef stream) {
+  CommImpl& impl = *comm.impl();
+  CollState& st = state(impl);
+  if (st.check) {
+    cross_check(comm, impl, st, r, stream);
+  } else {
+    validate(comm, r);
+    check_stream(comm, stream);
+  }
+  if (r.kind != CollKind::AllToAllV && r.count == 0) return;
+  const CollChannel ch = channel_for(impl, st, stream);
+  if (hierarchical(impl, st, r))
+    run_hierarchical(comm, st, ch, r, stream);
+  else
+    enqueue(comm, st, ch, impl.world, r, stream);
 }
 
 }  // namespace
@@ -956,6 +1081,15 @@ void coll_set_algorithm(Comm& comm, const std::string& spec) {
   detail::CollState& st = detail::state(*comm.impl());
   std::lock_guard<std::mutex> lock(st.mu);
   st.algos = t;
+}
+
+bool coll_hierarchical(Comm& comm, CollKind kind, std::size_t count, DataType type) {
+  detail::Request r;
+  r.kind = kind;
+  r.type = type;
+  r.count = count;
+  detail::CommImpl& impl = *comm.impl();
+  return detail::hierarchical(impl, detail::state(impl), r);
 }
 
 CollAlgo coll_algorithm(Comm& comm, CollKind kind, std::size_t count, DataType type) {

@@ -389,6 +389,53 @@ TEST(Coll, LargeMessages) {
   cm.free(sym[1]);
 }
 
+// Allreduce counts around the ranks per node (the hierarchical allreduce's block size: counts
+// below it, exact multiples and remainders), in and out of place, heap and private buffers. On
+// a job of equal nodes with GNIO_COLL_HIER=on (coll_test_4_2nodes_hier) every count from one
+// block up must run hierarchically, and below it flat; on any other job this is one more
+// allreduce test, and nothing may run hierarchically where the shape forbids it.
+TEST(Coll, AllReduceAroundNodeSize) {
+  gnio::Comm& cm = comm();
+  const std::size_t per_node = static_cast<std::size_t>(cm.local_size());
+  // Equal nodes (exact for the 2-node jobs the suite runs: the other node has the rest).
+  const bool even_nodes =
+      cm.nodes() == 2 && per_node >= 2 && 2 * static_cast<int>(per_node) == cm.size();
+  const char* hier = std::getenv("GNIO_COLL_HIER");
+  const bool forced_on = hier && std::string(hier) == "on";
+  std::size_t wrong = 0, cases = 0;
+  const std::size_t counts[] = {1,
+                                per_node - 1,
+                                per_node,
+                                per_node + 1,
+                                2 * per_node,
+                                64 * per_node,
+                                1000 * per_node + per_node - 1};
+  const std::pair<DataType, RedOp> type_ops[] = {
+      {DataType::F32, RedOp::Sum}, {DataType::BF16, RedOp::Max}, {DataType::I64, RedOp::BitXor}};
+  for (const auto& [type, op] : type_ops)
+    for (std::size_t count : counts) {
+      if (count == 0) continue;
+      const bool hierarchical = gnio::coll_hierarchical(cm, CollKind::AllReduce, count, type);
+      if (!even_nodes || count < per_node) {
+        EXPECT_FALSE(hierarchical) << "count " << count;
+      } else if (forced_on) {
+        EXPECT_TRUE(hierarchical) << "count " << count;
+      }
+      for (int in_place = 0; in_place < 2; ++in_place) {
+        Case c;
+        c.kind = CollKind::AllReduce;
+        c.type = type;
+        c.op = op;
+        c.count = count;
+        c.in_place = in_place;
+        c.symmetric = (cases + static_cast<std::size_t>(cm.rank())) % 2 == 0;
+        wrong += run_case(c);
+        ++cases;
+      }
+    }
+  EXPECT_EQ(wrong, 0u) << wrong << " wrong elements in " << cases << " allreduce cases";
+}
+
 // Alltoallv with uneven counts (zeros included) and gaps between the blocks.
 TEST(Coll, AllToAllV) {
   gnio::Comm& cm = comm();

@@ -38,6 +38,9 @@
 #              "gnio-run gnio-perf rma_test_2_gpu"): the RMA suite as 2 nodes over ucx and over
 #              tcp, every collective through gnio-perf over ucx (f32 sum, 8 B..4 MiB, every element
 #              checked), and put / put_signal latency over ucx and over tcp
+#   hier       the hierarchical allreduce on 4 ranks as 2 nodes: gnio-perf coll's checks with
+#              GNIO_COLL_HIER=on and off (heap buffers with graphs, private ones eager), then the
+#              suite's allreduce tests hierarchical when coll_test_2 was built (HIER_S, HIER_MAX)
 #   crash-4x2  the RMA barrier tests on 4 ranks as 2 nodes, with a crashing rank's stack resolved
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
@@ -208,6 +211,28 @@ run_step() {
           --op put,put_signal --scope block --mode lat -b 8 -e 64K -f 8 --reps 3 \
           --json "$r/net/rma-lat-$net.json"
       done ;;
+    hier)
+      # The hierarchical allreduce on 4 ranks as 2 nodes (2 ranks per node, 2 per GPU when one GPU
+      # is lent): gnio-perf's exact checks with every allreduce hierarchical and with none, graphs
+      # and eager, heap and private buffers; then the allreduce tests of the collective suite when
+      # that binary was built. HIER_S bounds each run (default 150 s), HIER_MAX the sizes (16M).
+      mkdir -p "$r/hier"
+      local hs=${HIER_S:-150}
+      for mode in on off; do
+        for mem in sym priv; do
+          step "hier-$mode-$mem" env GNIO_COLL_HIER=$mode GNIO_NET=tcp GNIO_TIMEOUT=60 \
+            timeout "$hs" "$R" -n 4 --nodes 2 --timeout $((hs - 10)) -- "$P" coll \
+            --coll allreduce -d f32,bf16,i32 -o sum,max -b 8 -e "${HIER_MAX:-16M}" -f 8 -n 5 -w 1 \
+            --reps 3 --mem $mem -G "$([ $mem = sym ] && echo 5 || echo 0)" \
+            --json "$r/hier/allreduce-$mode-$mem.json"
+        done
+      done
+      if [ -x "$B/tests/coll/coll_test_2" ]; then
+        step hier-tests env GNIO_COLL_HIER=on GNIO_NET=tcp GNIO_NET_NSOCKS=3 GNIO_HEAP_SIZE=64M \
+          GNIO_TIMEOUT=60 timeout "$hs" "$R" -n 4 --nodes 2 --timeout $((hs - 10)) -- \
+          "$B/tests/coll/coll_test_2" \
+          --gtest_filter='Coll.AllReduceAroundNodeSize:Coll.LargeMessages:CollGraph.*'
+      fi ;;
     crash-4x2)
       # The RMA barrier tests on 4 ranks as 2 nodes (2 per GPU); a crashing rank prints its stack
       # (tests/common/crash_trace.cpp), resolved here into functions and lines.

@@ -568,7 +568,8 @@ Side CollBench::run_side(CollCall& c, bool nccl) {
 Point CollBench::run_point(CollKind k, DataType t, RedOp op, std::size_t count) {
   Point p;
   p.count = count;
-  p.algo = to_string(coll_algorithm(comm_, k, count, t));
+  p.algo = coll_hierarchical(comm_, k, count, t) ? "hier"
+                                                 : to_string(coll_algorithm(comm_, k, count, t));
   const bool places[2] = {opts_.inplace != 1, opts_.inplace != 0 && k != CollKind::AllToAll &&
                                                   k != CollKind::AllToAllV};
   for (int ip = 0; ip < 2; ++ip) {
