@@ -40,7 +40,8 @@
 #              checked), and put / put_signal latency over ucx and over tcp
 #   hier       the hierarchical allreduce on 4 ranks as 2 nodes: gnio-perf coll's checks with
 #              GNIO_COLL_HIER=on and off (heap buffers with graphs, private ones eager), then the
-#              suite's allreduce tests hierarchical when coll_test_2 was built (HIER_S, HIER_MAX)
+#              suite's allreduce tests hierarchical when coll_test_2_gpu (or coll_test_2) was
+#              built (HIER_S, HIER_MAX)
 #   crash-4x2  the RMA barrier tests on 4 ranks as 2 nodes, with a crashing rank's stack resolved
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
@@ -227,10 +228,14 @@ run_step() {
             --json "$r/hier/allreduce-$mode-$mem.json"
         done
       done
-      if [ -x "$B/tests/coll/coll_test_2" ]; then
-        step hier-tests env GNIO_COLL_HIER=on GNIO_NET=tcp GNIO_NET_NSOCKS=3 GNIO_HEAP_SIZE=64M \
-          GNIO_TIMEOUT=60 timeout "$hs" "$R" -n 4 --nodes 2 --timeout $((hs - 10)) -- \
-          "$B/tests/coll/coll_test_2" \
+      # The suite's binary compiled with nvcc (coll_test_2_gpu) has the CUDA graph test; the
+      # host-compiled one (coll_test_2) runs the rest on the cuda backend too.
+      local hier_bin=$B/tests/coll/coll_test_2_gpu
+      [ -x "$hier_bin" ] || hier_bin=$B/tests/coll/coll_test_2
+      if [ -x "$hier_bin" ]; then
+        step hier-tests env GNIO_BACKEND=cuda GNIO_COLL_HIER=on GNIO_NET=tcp GNIO_NET_NSOCKS=3 \
+          GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 timeout "$hs" "$R" -n 4 --nodes 2 \
+          --timeout $((hs - 10)) -- "$hier_bin" \
           --gtest_filter='Coll.AllReduceAroundNodeSize:Coll.LargeMessages:CollGraph.*'
       fi ;;
     crash-4x2)
