@@ -18,6 +18,7 @@
 
 #include "base/fail.hpp"
 #include "gnio/config.hpp"
+#include "gnio/device/macros.hpp"
 #include "gnio/log.hpp"
 
 namespace gnio::bootstrap {
@@ -420,15 +421,7 @@ Fd connect_tcp(const SockAddr& to, const Deadline& deadline, int* err) {
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-#define GNIO_SOCKET_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define GNIO_SOCKET_TSAN 1
-#endif
-#endif
-
-#if GNIO_SOCKET_TSAN
+#if defined(GNIO_TSAN)
 extern "C" void __tsan_read_range(void* addr, unsigned long size);
 #endif
 
@@ -441,7 +434,7 @@ extern "C" void __tsan_read_range(void* addr, unsigned long size);
 /// bytes go out through the bare system call. No-op in other builds.
 void record_send_for_tsan(int fd, const void* a, std::size_t a_len, const void* b,
                           std::size_t b_len) {
-#if GNIO_SOCKET_TSAN
+#if defined(GNIO_TSAN)
   if (a_len) __tsan_read_range(const_cast<void*>(a), a_len);
   if (b_len) __tsan_read_range(const_cast<void*>(b), b_len);
   (void)::send(fd, nullptr, 0, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -462,7 +455,7 @@ IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::
     msghdr msg{};
     msg.msg_iov = cur;
     msg.msg_iovlen = static_cast<std::size_t>(n_iov);
-#if GNIO_SOCKET_TSAN
+#if defined(GNIO_TSAN)
     // Recorded above; the interceptor would record the read again, after the bytes left.
     ssize_t n = ::syscall(SYS_sendmsg, fd, &msg, MSG_NOSIGNAL);
 #else

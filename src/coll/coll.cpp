@@ -251,14 +251,17 @@ struct Channel {
 
 class CollState {
  public:
-  CollState()
+  explicit CollState(const CommImpl& impl)
       : cfg(read_config()),
         check(config_bool("GNIO_CHECK")),
+        hier_ranks_per_node(hierarchy_shape(impl).empty() ? 0 : impl.node_ranks.size()),
         algos(parse_algorithms(config_text("GNIO_ALGO"), "GNIO_ALGO")) {}
 
   const CollConfig cfg;
   const bool check;  // GNIO_CHECK: compare every call's arguments across ranks first
-  std::mutex mu;     // guards algos and channels
+  // Ranks per node where the job's shape allows the hierarchical allreduce; 0 elsewhere.
+  const std::size_t hier_ranks_per_node;
+  std::mutex mu;  // guards algos and channels
   AlgoTable algos;
   std::vector<Channel> channels;
   Hierarchy hier;  // made with the first channel; unchanged after
@@ -270,7 +273,7 @@ class CollState {
 
 CollState& state(CommImpl& impl) {
   std::lock_guard<std::mutex> lock(impl.mutex);
-  if (!impl.coll_state) impl.coll_state = std::make_shared<CollState>();
+  if (!impl.coll_state) impl.coll_state = std::make_shared<CollState>(impl);
   return *static_cast<CollState*>(impl.coll_state.get());
 }
 
@@ -892,10 +895,10 @@ void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team,
 
 /// Does allreduce call `r` run hierarchically (GNIO_COLL_HIER, GNIO_COLL_HIER_MIN)? The same
 /// answer on every rank: it depends on the job's shape, the call and the settings only.
-bool hierarchical(const CommImpl& impl, CollState& st, const Request& r) {
-  if (r.kind != CollKind::AllReduce || st.cfg.hier == CollConfig::Hier::Off) return false;
-  const std::vector<std::vector<int>> shape = hierarchy_shape(impl);
-  if (shape.empty() || r.count < shape.front().size()) return false;
+bool hierarchical(CollState& st, const Request& r) {
+  if (r.kind != CollKind::AllReduce || st.cfg.hier == CollConfig::Hier::Off ||
+      st.hier_ranks_per_node == 0 || r.count < st.hier_ranks_per_node)
+    return false;
   if (st.cfg.hier == CollConfig::Hier::On) return true;
   CollAlgo forced;
   {
@@ -960,7 +963,7 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
   }
   if (r.kind != CollKind::AllToAllV && r.count == 0) return;
   const CollChannel ch = channel_for(impl, st, stream);
-  if (hierarchical(impl, st, r))
+  if (hierarchical(st, r))
     run_hierarchical(comm, st, ch, r, stream);
   else
     enqueue(comm, st, ch, impl.world, r, stream);
@@ -1088,8 +1091,7 @@ bool coll_hierarchical(Comm& comm, CollKind kind, std::size_t count, DataType ty
   r.kind = kind;
   r.type = type;
   r.count = count;
-  detail::CommImpl& impl = *comm.impl();
-  return detail::hierarchical(impl, detail::state(impl), r);
+  return detail::hierarchical(detail::state(*comm.impl()), r);
 }
 
 CollAlgo coll_algorithm(Comm& comm, CollKind kind, std::size_t count, DataType type) {

@@ -65,14 +65,6 @@ GNIO_HD_INLINE T atomic_compare_swap(T* p, T expected, T desired, Order o) {
   return expected;
 }
 
-#if defined(__SANITIZE_THREAD__)
-#define GNIO_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define GNIO_TSAN 1
-#endif
-#endif
-
 #if !GNIO_ON_DEVICE && defined(GNIO_TSAN)
 /// ThreadSanitizer does not model standalone fences; a seq_cst read-modify-write on one shared
 /// word gives it the same ordering to reason about.

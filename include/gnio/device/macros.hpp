@@ -21,3 +21,13 @@
 #else
 #define GNIO_ON_DEVICE 0
 #endif
+
+// Defined in a ThreadSanitizer build (gcc's and clang's spellings), where host code tells the
+// sanitizer what it cannot see (fences, the order a socket gives between processes).
+#if defined(__SANITIZE_THREAD__)
+#define GNIO_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GNIO_TSAN 1
+#endif
+#endif
