@@ -4,14 +4,15 @@
 # libucx-dev). Sets GNIO_HAVE_UCX and the imported target gnio::ucx.
 set(GNIO_UCX "AUTO" CACHE STRING "Build the ucx network backend: AUTO (when UCX is found), ON, OFF")
 set_property(CACHE GNIO_UCX PROPERTY STRINGS AUTO ON OFF)
-set(UCX_ROOT "$ENV{UCX_ROOT}" CACHE PATH "A UCX installation (include/ucp/api/ucp.h, lib/libucp.so) to use instead of the system's")
+set(UCX_ROOT "$ENV{UCX_ROOT}" CACHE PATH "A UCX installation (include/ucp/api/ucp.h, lib/libucp.so or lib/x86_64-linux-gnu/libucp.so) to use instead of the system's")
 
 set(GNIO_HAVE_UCX OFF)
 if(NOT GNIO_UCX STREQUAL "OFF")
   if(UCX_ROOT)
     find_path(GNIO_UCX_INCLUDE ucp/api/ucp.h PATHS ${UCX_ROOT}/include NO_DEFAULT_PATH)
-    find_library(GNIO_UCX_UCP ucp PATHS ${UCX_ROOT}/lib NO_DEFAULT_PATH)
-    find_library(GNIO_UCX_UCS ucs PATHS ${UCX_ROOT}/lib NO_DEFAULT_PATH)
+    # lib/x86_64-linux-gnu: Debian's packages unpacked with dpkg -x (UCX_ROOT = that tree's usr).
+    find_library(GNIO_UCX_UCP ucp PATHS ${UCX_ROOT}/lib ${UCX_ROOT}/lib/x86_64-linux-gnu NO_DEFAULT_PATH)
+    find_library(GNIO_UCX_UCS ucs PATHS ${UCX_ROOT}/lib ${UCX_ROOT}/lib/x86_64-linux-gnu NO_DEFAULT_PATH)
     if(GNIO_UCX_INCLUDE AND GNIO_UCX_UCP AND GNIO_UCX_UCS)
       add_library(gnio::ucx INTERFACE IMPORTED)
       target_include_directories(gnio::ucx INTERFACE ${GNIO_UCX_INCLUDE})

@@ -7,7 +7,8 @@
 #   build      configure (RelWithDebInfo, cuda backend, GPU tests, nvshmem-perf when NVSHMEM is
 #              found) and build everything into ./build-gpu
 #   build-perf the same configuration, building only gnio-run, gnio-perf and gnio-info (or the
-#              targets in BUILD_TARGETS)
+#              targets in BUILD_TARGETS); CMAKE_EXTRA adds configure arguments to both (e.g.
+#              -DGNIO_COLL=OFF: no collective kernels, a build of minutes)
 #   suite      every GPU-labelled test (ctest -L gpu)
 #   examples   ping-pong, ring pipeline, halo exchange, gnio-info --json on 2 ranks
 #   init       communicator creation, gnio vs ncclCommInitRank
@@ -38,6 +39,10 @@
 #              "gnio-run gnio-perf rma_test_2_gpu"): the RMA suite as 2 nodes over ucx and over
 #              tcp, every collective through gnio-perf over ucx (f32 sum, 8 B..4 MiB, every element
 #              checked), and put / put_signal latency over ucx and over tcp
+#   ucx-staged the ucx backend with a UCX without CUDA support (UCX_DEBS: Debian's), which stages
+#              GPU memory through host memory: the RMA suite as 2 nodes when rma_test_2_gpu was
+#              built, the ucx-quick gnio-perf checks (collectives when built with them), and put /
+#              put_signal / get / atomic latency and put bandwidth over ucx and over tcp
 #   hier       the hierarchical allreduce on 4 ranks as 2 nodes: gnio-perf coll's checks with
 #              GNIO_COLL_HIER=on and off (heap buffers with graphs, private ones eager), then the
 #              suite's allreduce tests hierarchical when coll_test_2_gpu (or coll_test_2) was
@@ -84,7 +89,14 @@ if [ -z "$ucx_root" ] && [ -d "$root/.deps/ucx-cu12/libucx/lib" ]; then
     ln -sf "$(basename "$f")" "${f%.0.0.0}"
   done
 fi
-[ -n "$ucx_root" ] && export LD_LIBRARY_PATH=$ucx_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Or Debian's UCX (no CUDA support: the ucx backend stages GPU memory through host memory),
+# its packages fetched with ../shared/tools/fetch-debs into UCX_DEBS (libucx0 libucx-dev
+# libibverbs1 librdmacm1 libnuma1) and unpacked here with dpkg -x, never into /.
+if [ -z "$ucx_root" ] && [ -n "${UCX_DEBS:-}" ]; then
+  for f in "$UCX_DEBS"/*.deb; do dpkg -x "$f" "$root/.deps/ucx-debian"; done
+  ucx_root=$root/.deps/ucx-debian/usr
+fi
+[ -n "$ucx_root" ] && export LD_LIBRARY_PATH=$ucx_root/lib:$ucx_root/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 pack() { tar czf "$out/all.tgz.tmp" -C "$out" r 2>/dev/null && mv "$out/all.tgz.tmp" "$out/all.tgz"; }
 (while sleep 20; do pack; done) &
@@ -120,7 +132,7 @@ run_step() {
       [ ! -f "$B/CMakeCache.txt" ] && command -v ninja >/dev/null && gen=(-G Ninja)
       step configure cmake -S "$root" -B "$B" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DGNIO_CUDA=ON -DGNIO_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-        ${ucx_root:+-DUCX_ROOT="$ucx_root"} &&
+        ${ucx_root:+-DUCX_ROOT="$ucx_root"} ${CMAKE_EXTRA:-} &&
         if [ "$1" = build ]; then
           step build cmake --build "$B" --parallel "$jobs" -- $([ -f "$B/build.ninja" ] && echo -k 0)
         else
@@ -211,6 +223,28 @@ run_step() {
         step "$net-rma-lat" env GNIO_NET=$net "$R" -n 2 --nodes 2 --timeout 200 -- "$P" rma \
           --op put,put_signal --scope block --mode lat -b 8 -e 64K -f 8 --reps 3 \
           --json "$r/net/rma-lat-$net.json"
+      done ;;
+    ucx-staged)
+      mkdir -p "$r/net"
+      step ucx-info bash -c "ucx_info -v 2>/dev/null; ldd $B/src/libgnio.so | grep -E 'libuc[pts]'"
+      if [ -x "$B/tests/rma/rma_test_2_gpu" ]; then
+        for net in ucx tcp; do
+          step "$net-rma-suite" env GNIO_NET=$net GNIO_PROXY_STATS=1 GNIO_HEAP_SIZE=64M \
+            GNIO_TIMEOUT=60 GNIO_DEBUG=INFO timeout 300 "$R" -n 2 --nodes 2 --timeout 280 -- \
+            "$B/tests/rma/rma_test_2_gpu" "$rma_net_filter"
+        done
+      fi
+      if "$P" coll --help >/dev/null 2>&1; then
+        step ucx-coll-all env GNIO_NET=ucx GNIO_TIMEOUT=60 "$R" -n 2 --nodes 2 --timeout 300 -- \
+          "$P" coll --coll all -b 8 -e 4M -f 8 -n 5 -w 1 --reps 1 --json "$r/net/coll-all-ucx.json"
+      fi
+      for net in ucx tcp; do
+        step "$net-rma-lat" env GNIO_NET=$net GNIO_TIMEOUT=60 "$R" -n 2 --nodes 2 --timeout 200 -- \
+          "$P" rma --op all --scope block --mode lat -b 8 -e 64K -f 8 --reps 3 \
+          --json "$r/net/rma-lat-$net.json"
+        step "$net-put-bw" env GNIO_NET=$net GNIO_TIMEOUT=60 "$R" -n 2 --nodes 2 --timeout 200 -- \
+          "$P" rma --op put,get --scope block --mode bw -b 1M -e 64M -f 8 --reps 3 \
+          --json "$r/net/rma-bw-$net.json"
       done ;;
     hier)
       # The hierarchical allreduce on 4 ranks as 2 nodes (2 ranks per node, 2 per GPU when one GPU

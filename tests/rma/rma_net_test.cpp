@@ -290,6 +290,37 @@ TEST(NetFault, UcxStartFailureReachesEveryRank) {
   EXPECT_LT(took, 10.0) << msg;
 }
 
+// GNIO_NET=ucx: whether the heap is registered with UCX or its data staged through messages must
+// be the same on every rank (rank 1 here stages, rank 0 does not): communicator creation fails
+// on every rank with InvalidArgument naming both, at once. Runs alone in its process.
+TEST(NetFault, StagingMismatchIsRefused) {
+  const char* net = std::getenv("GNIO_NET");
+  if (!net || std::strcmp(net, "ucx") != 0) GTEST_SKIP() << "the ucx backend's test";
+  const char* rank = std::getenv("RANK");
+  ASSERT_NE(rank, nullptr) << "run under gnio-run";
+  const char* backend = std::getenv("GNIO_BACKEND");
+  if (!backend || std::strcmp(backend, "host") != 0)
+    GTEST_SKIP() << "the host backend's test (on GPUs the choice depends on UCX's CUDA support)";
+  setenv("GNIO_PROXY_STAGING", std::strcmp(rank, "1") == 0 ? "always" : "auto", 1);
+  const auto start = std::chrono::steady_clock::now();
+  std::string msg;
+  gnio::ErrorClass cls = gnio::ErrorClass::Internal;
+  try {
+    gnio::Comm c = gnio::Comm::from_env();
+    ADD_FAILURE() << "communicator creation succeeded";
+  } catch (const gnio::Error& e) {
+    msg = e.what();
+    cls = e.error_class();
+  }
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(cls, gnio::ErrorClass::InvalidArgument) << msg;
+  EXPECT_NE(msg.find("rank 1 stages heap data through host memory and rank 0 does not"),
+            std::string::npos)
+      << msg;
+  EXPECT_LT(took, 10.0) << msg;
+}
+
 TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
   gnio::Comm& c = comm();
   DeviceComm dc = c.device_comm();

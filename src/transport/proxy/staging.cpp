@@ -1,6 +1,7 @@
 #include "transport/proxy/staging.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "base/fail.hpp"
@@ -92,6 +93,27 @@ bootstrap::IoStatus Staging::send(int fd, const void* head, std::size_t head_byt
   return st;
 }
 
+void Staging::read(void* host, const void* src, std::size_t bytes) {
+  char* to = static_cast<char*>(host);
+  const char* from = static_cast<const char*>(src);
+  if (direct_) {
+    std::memcpy(to, from, bytes);
+    return;
+  }
+  // As send(): chunk k+1 comes out of GPU memory while chunk k is copied on.
+  const std::size_t chunks = (bytes + chunk_ - 1) / chunk_;
+  auto length = [&](std::size_t k) { return std::min(chunk_, bytes - k * chunk_); };
+  auto fetch = [&](std::size_t k) {
+    backend_.copy(bounce_[k % 2], from + k * chunk_, length(k), stream(static_cast<int>(k % 2)));
+  };
+  if (chunks > 0) fetch(0);
+  for (std::size_t k = 0; k < chunks; ++k) {
+    if (k + 1 < chunks) fetch(k + 1);
+    backend_.stream_synchronize(stream(static_cast<int>(k % 2)));
+    std::memcpy(to + k * chunk_, bounce_[k % 2], length(k));
+  }
+}
+
 std::uint64_t Staging::completed() const {
   return dev::atomic_load(done_, dev::Order::Acquire);
 }
@@ -134,9 +156,26 @@ bool Staging::reserve(std::size_t bytes, const Deadline& deadline, std::size_t* 
 
 bootstrap::IoStatus Staging::receive(int fd, void* dst, std::size_t bytes, const Signal* signal,
                                      const Deadline& deadline, int* err, std::uint64_t* mark) {
+  return queue(dst, bytes, signal, deadline, mark, [&](char* to, std::size_t, std::size_t n) {
+    return bootstrap::recv_all(fd, to, n, deadline, err);
+  });
+}
+
+bool Staging::receive(const void* src, void* dst, std::size_t bytes, const Signal* signal,
+                      const Deadline& deadline, std::uint64_t* mark) {
+  const char* from = static_cast<const char*>(src);
+  return queue(dst, bytes, signal, deadline, mark, [&](char* to, std::size_t at, std::size_t n) {
+           std::memcpy(to, from + at, n);
+           return bootstrap::IoStatus::Ok;
+         }) == bootstrap::IoStatus::Ok;
+}
+
+template <class Fill>
+bootstrap::IoStatus Staging::queue(void* dst, std::size_t bytes, const Signal* signal,
+                                   const Deadline& deadline, std::uint64_t* mark, Fill fill) {
   char* to = static_cast<char*>(dst);
   if (direct_) {
-    const bootstrap::IoStatus st = bootstrap::recv_all(fd, to, bytes, deadline, err);
+    const bootstrap::IoStatus st = bytes ? fill(to, 0, bytes) : bootstrap::IoStatus::Ok;
     if (st != bootstrap::IoStatus::Ok) return st;
     // After the data, with release order: whoever sees the signal's new value sees the data.
     if (signal)
@@ -145,7 +184,7 @@ bootstrap::IoStatus Staging::receive(int fd, void* dst, std::size_t bytes, const
     direct_done_ = *mark = ++issued_;
     return st;
   }
-  // Chunk by chunk into the ring: the socket fills piece k+1 while the GPU empties piece k. The
+  // Chunk by chunk into the ring: the source fills piece k+1 while the GPU empties piece k. The
   // signal rides with the last piece (a put of no data: a delivery of the signal alone).
   std::size_t at = 0;
   do {
@@ -153,7 +192,7 @@ bootstrap::IoStatus Staging::receive(int fd, void* dst, std::size_t bytes, const
     std::size_t begin = 0;
     if (n > 0) {
       if (!reserve(n, deadline, &begin)) return bootstrap::IoStatus::Timeout;
-      const bootstrap::IoStatus st = bootstrap::recv_all(fd, bounce_[0] + begin, n, deadline, err);
+      const bootstrap::IoStatus st = fill(bounce_[0] + begin, at, n);
       if (st != bootstrap::IoStatus::Ok) {
         ring_head_ = begin;  // nothing was queued from this piece
         return st;

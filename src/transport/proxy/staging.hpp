@@ -44,6 +44,9 @@ class Staging {
   /// `fd`. *err as bootstrap::send_all.
   bootstrap::IoStatus send(int fd, const void* head, std::size_t head_bytes, const void* src,
                            std::size_t bytes, const Deadline& deadline, int* err);
+  /// Copies `bytes` from `src` (memory of this rank) into `host` (memory this thread addresses),
+  /// and waits for it: for networks that send from host memory themselves (ucx without CUDA).
+  void read(void* host, const void* src, std::size_t bytes);
 
   // ---- Inbound -------------------------------------------------------------------------------
   /// Reads `bytes` from `fd` and queues them for `dst` (memory of this rank), then `signal` (may
@@ -52,6 +55,10 @@ class Staging {
   /// signal sees the data). Waits only for bounce space.
   bootstrap::IoStatus receive(int fd, void* dst, std::size_t bytes, const Signal* signal,
                               const Deadline& deadline, int* err, std::uint64_t* mark);
+  /// As receive(), with the bytes taken from `src` (memory this thread addresses: a message a
+  /// network handed over) instead of a socket. False when no bounce space came free in time.
+  bool receive(const void* src, void* dst, std::size_t bytes, const Signal* signal,
+               const Deadline& deadline, std::uint64_t* mark);
   /// The highest mark whose delivery is complete (every earlier one is too).
   std::uint64_t completed() const;
   /// The last mark handed out (completed() reaches it once every queued delivery landed).
@@ -95,6 +102,10 @@ class Staging {
   /// Where `bytes` (at most chunk_) of the inbound ring are free, once pieces whose deliveries
   /// completed are returned (waiting for them if needed); false on deadline.
   bool reserve(std::size_t bytes, const Deadline& deadline, std::size_t* at);
+  /// receive()'s body: `fill(to, at, n)` puts bytes [at, at + n) of the data at `to`.
+  template <class Fill>
+  bootstrap::IoStatus queue(void* dst, std::size_t bytes, const Signal* signal,
+                            const Deadline& deadline, std::uint64_t* mark, Fill fill);
 };
 
 }  // namespace gnio::proxy

@@ -39,18 +39,26 @@ class UcxProxy final : public Proxy {
   void set_heap_bytes(std::uint64_t bytes) override;
 
  private:
-  /// An active message asking the target's proxy thread to apply a word operation to its heap
-  /// (signals and atomics when word_ops_am_), and the answer it sends back once the operation
-  /// took effect. Plain data: every rank runs the same build.
+  /// What a request message asks of the target's proxy thread, which carries it out on its heap
+  /// itself: a word operation (signals and atomics when word_ops_am_), or, when staged_, a put
+  /// of the message's data (and its signal, after the data) or a get (the answer brings the
+  /// data).
+  enum class Ask : std::uint32_t { Word, Put, Get };
+  /// A request message, and the answer the target sends back once it took effect. Plain data:
+  /// every rank runs the same build.
   struct WordRequest {
     std::uint64_t token = 0;  ///< the job's token (a stray message is refused)
     std::uint64_t ticket = 0;
-    std::uint64_t offset = 0;  ///< of the word in the target's heap
-    std::uint64_t operand = 0;
+    std::uint64_t offset = 0;      ///< of the word (Put, Get: the data) in the target's heap
+    std::uint64_t bytes = 0;       ///< Put, Get: data bytes (Put: the message's payload)
+    std::uint64_t sig_offset = 0;  ///< Put with `signal`: the signal word
+    std::uint64_t operand = 0;     ///< Put: the signal's operand
     std::uint64_t expected = 0;
     std::int32_t from = -1;
-    std::uint32_t op = 0;  ///< platform::WordOp
+    std::uint32_t ask = 0;  ///< Ask
+    std::uint32_t op = 0;   ///< platform::WordOp (Put: the signal's)
     std::uint32_t width = 0;
+    std::uint32_t signal = 0;  ///< Put: 1 = then apply `op` with `operand` to `sig_offset`
     std::uint32_t pad = 0;
   };
   struct WordReply {
@@ -59,6 +67,12 @@ class UcxProxy final : public Proxy {
     std::uint64_t old = 0;
     std::int32_t from = -1;
     std::uint32_t pad = 0;
+  };
+  /// A message as received: its header and its payload (a put's data, a get's answer).
+  template <class Header>
+  struct Received {
+    Header header;
+    std::vector<char> data;
   };
   /// Tells a peer that this rank's transport failed: UCX keeps the endpoints up, so without it a
   /// peer would learn only from its own timeouts (tcp: the closed connection tells).
@@ -89,12 +103,24 @@ class UcxProxy final : public Proxy {
     bool word_message = false;
     bool word_sent = false;
     WordRequest word;
+    /// Staged (staged_): a put or get of `staged_bytes` at heap offset `staged_offset` of the
+    /// peer, carried by one request message per chunk, each sent once the previous one was
+    /// answered; `staged_at`: bytes carried so far. Put: `staged_src` is read chunk by chunk;
+    /// its signal rides with the last chunk. Get: the answers' data goes to `staged_dst`.
+    const char* staged_src = nullptr;
+    char* staged_dst = nullptr;
+    std::uint64_t staged_offset = 0, staged_bytes = 0, staged_at = 0;
+    bool staged_signal = false;
+    /// Host memory a put sends from: its source copied out of memory UCX cannot read
+    /// (staged_), and the chunk a staged put's message carries.
+    std::vector<char> copy;
   };
-  /// An answer this rank is sending (UCX reads `message` until the send completes).
+  /// An answer this rank is sending (UCX reads `message` and `data` until the send completes).
   struct SentReply {
     UcxProxy* proxy = nullptr;
     WordReply message;
     bool done = false;
+    std::vector<char> data;  ///< a get's data
   };
   /// The worker flush in flight: when it completes every ticket below `target` was applied.
   struct Flush {
@@ -120,15 +146,25 @@ class UcxProxy final : public Proxy {
   /// message the peer applies (word_ops_am_).
   bool word_by_message(Ticket& t, platform::WordOp op, std::uint64_t offset, unsigned width,
                        std::uint64_t operand, std::uint64_t expected);
-  /// Sends t's word message.
+  /// Makes the put or get `d` into the peer's heap a series of request messages (staged_):
+  /// `src` is the put's source.
+  bool stage(Ticket& t, const ProxyDesc& d, const char* src);
+  /// Sends t's request message (a staged put's or get's next chunk).
   bool send_word(Ticket& t);
-  /// Applies the word messages peers sent and answers them; takes the answers to ours.
+  /// Serves one request a peer sent (false: refused, the transport failed).
+  bool serve(const Received<WordRequest>& m);
+  /// Takes one answer to this rank's open request (false: refused, the transport failed).
+  bool take_answer(const Received<WordReply>& m);
+  /// Serves the request messages peers sent and takes the answers to ours.
   bool serve_word_messages();
-  /// Copies a received message's header into `queue` (under received_mutex_; one of the wrong
-  /// size marks malformed_). Called inside UCX's progress, which must not block.
+  /// Copies a received message (header and payload) into `queue` (under received_mutex_; one of
+  /// the wrong size, or whose data did not come with it, marks malformed_). Called inside UCX's
+  /// progress, which must not block.
   template <class Message>
   static ucs_status_t queue_message(void* arg, const void* header, std::size_t header_bytes,
-                                    std::vector<Message> UcxProxy::*queue);
+                                    const void* data, std::size_t bytes,
+                                    const ucp_am_recv_param_t* param,
+                                    std::vector<Received<Message>> UcxProxy::*queue);
   static ucs_status_t on_word_request(void* arg, const void* header, std::size_t header_bytes,
                                       void* data, std::size_t bytes,
                                       const ucp_am_recv_param_t* param);
@@ -182,6 +218,13 @@ class UcxProxy final : public Proxy {
   // (through `words_`, this rank's side of that) instead of as UCX atomics.
   bool word_ops_am_ = false;
   std::unique_ptr<Staging> words_;
+  // The heap is memory UCX cannot reach (GPU memory, UCX without CUDA; GNIO_PROXY_STAGING=always
+  // on the host backend too): puts and gets of peers' heaps go as request messages whose data
+  // their proxy threads move (words_ here) and sources are copied out to host memory first
+  // (`out_`), in chunks of `chunk_`; the heap is not registered with UCX.
+  bool staged_ = false;
+  std::unique_ptr<Staging> out_;
+  std::size_t chunk_ = 0;
   // Fault injection (GNIO_NET_BAD_REPLY): answers name a ticket the asker never used.
   std::uint64_t bad_reply_ = 0;
   // Word messages and answers received (by whichever thread progressed the worker), not yet
@@ -190,8 +233,8 @@ class UcxProxy final : public Proxy {
   // Set (under received_mutex_) whenever a handler left something above: the progress loop
   // looks at it instead of taking the lock on every turn.
   std::atomic<bool> received_{false};
-  std::vector<WordRequest> word_requests_;
-  std::vector<WordReply> word_replies_;
+  std::vector<Received<WordRequest>> word_requests_;
+  std::vector<Received<WordReply>> word_replies_;
   bool malformed_ = false;
   // The first peer that said its transport failed, the rank it lost (-1: none) and why.
   int ended_peer_ = -1;
@@ -241,18 +284,43 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
                          peer);
       }) {
   device_heap_ = backend_.kind() != platform::BackendKind::Host;
-  // Every rank decides alike (same build, same UCX), so a refusal is collective.
-  if (device_heap_ && !mesh_.reaches_cuda_memory())
-    fail(ErrorClass::Unsupported,
-         "rank %d: GNIO_NET=ucx: this UCX (%s) cannot reach GPU memory (built without CUDA "
-         "support), and the symmetric heap is GPU memory; use GNIO_NET=tcp (which stages through "
-         "host memory) or a UCX built with CUDA (for example PyPI's libucx-cu12, UCX_ROOT at "
-         "configure time)",
-         rank_, ucp_get_version_string());
+  const std::string staging = config_text("GNIO_PROXY_STAGING");
+  GNIO_REQUIRE(staging == "auto" || staging == "always",
+               "GNIO_PROXY_STAGING='%s' is not one of auto, always", staging.c_str());
+  staged_ = staging == "always" || (device_heap_ && !mesh_.reaches_cuda_memory());
+  // Whether the heap is registered with UCX is a collective matter (set_heap_bytes), and how a
+  // peer's puts arrive depends on it: every rank must decide alike.
+  {
+    std::vector<std::uint8_t> all(static_cast<std::size_t>(size_));
+    all[static_cast<std::size_t>(rank_)] = staged_ ? 1 : 0;
+    bs.allgather(all.data(), 1);
+    for (int r = 0; r < size_; ++r)
+      if (all[static_cast<std::size_t>(r)] != all[0])
+        fail(ErrorClass::InvalidArgument,
+             "rank %d: GNIO_NET=ucx: rank %d stages heap data through host memory and rank %d "
+             "does not (GNIO_PROXY_STAGING, or UCX with and without CUDA support, differ between "
+             "ranks); set the same on every rank",
+             rank_, all[0] ? 0 : r, all[0] ? r : 0);
+  }
+  chunk_ = config_size("GNIO_PROXY_CHUNK");
   const std::string word_ops = config_text("GNIO_UCX_WORD_OPS");
   GNIO_REQUIRE(word_ops == "auto" || word_ops == "rma" || word_ops == "am",
                "GNIO_UCX_WORD_OPS='%s' is not one of auto, rma, am", word_ops.c_str());
-  word_ops_am_ = word_ops == "am" || (word_ops == "auto" && device_heap_);
+  if (staged_ && word_ops == "rma")
+    fail(ErrorClass::Unsupported,
+         "rank %d: GNIO_UCX_WORD_OPS=rma: the heap is not registered with UCX (%s), because %s; "
+         "signals and atomics go as messages (GNIO_UCX_WORD_OPS=auto or am)",
+         rank_, ucp_get_version_string(),
+         staging == "always" ? "GNIO_PROXY_STAGING=always"
+                             : "this UCX cannot reach GPU memory (built without CUDA support)");
+  word_ops_am_ = staged_ || word_ops == "am" || (word_ops == "auto" && device_heap_);
+  if (staged_)
+    GNIO_INFO(Proxy,
+              "rank %d: ucx transport: puts and gets of other nodes' heaps go as messages staged "
+              "through host memory (%s)",
+              rank_,
+              staging == "always" ? "GNIO_PROXY_STAGING=always"
+                                  : "this UCX cannot reach GPU memory: built without CUDA");
   bad_reply_ = config_bool("GNIO_NET_BAD_REPLY") ? std::uint64_t{1} << 62 : 0;
   // Every rank serves word messages (the choice is the same everywhere, but a peer's is not
   // this rank's business); the handlers are in place before the collective heap registration
@@ -260,7 +328,12 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
   mesh_.on_active_message(kWordRequestMessage, &UcxProxy::on_word_request, this);
   mesh_.on_active_message(kWordReplyMessage, &UcxProxy::on_word_reply, this);
   mesh_.on_active_message(kEndedMessage, &UcxProxy::on_ended, this);
-  words_ = std::make_unique<Staging>(backend_, Staging::Direction::Inbound, !device_heap_, 4096);
+  // Direct where this thread addresses the heap, as the tcp proxy's (GNIO_PROXY_STAGING).
+  const bool direct = !device_heap_ && staging == "auto";
+  words_ = std::make_unique<Staging>(backend_, Staging::Direction::Inbound, direct,
+                                     staged_ ? chunk_ : 4096);
+  if (staged_)
+    out_ = std::make_unique<Staging>(backend_, Staging::Direction::Outbound, direct, chunk_);
   flush_.proxy = this;
   set_heap_bytes(heap_bytes);
   thread_ = std::thread([this] { run_guarded("ucx", [this] { progress_loop(); }); });
@@ -297,7 +370,7 @@ void UcxProxy::set_heap_bytes(std::uint64_t bytes) {
     std::lock_guard<std::mutex> lock(regions_mutex_);
     from = exposed_;
   }
-  if (bytes > from) {
+  if (bytes > from && !staged_) {
     // Collective (every rank's heap grew alike); outside the lock, so the proxy thread keeps
     // progressing the peers' operations meanwhile.
     auto region = mesh_.expose(heap_base_ + from, bytes - from, device_heap_);
@@ -474,17 +547,18 @@ bool UcxProxy::atomic(Ticket& t, const ProxyDesc& d) {
   const auto width = static_cast<unsigned>(d.bytes);
   std::uint64_t addr = 0, span = 0;
   ucp_rkey_h key = nullptr;
-  if ((width != 4 && width != 8) || d.dst_offset % width != 0 || d.sig_op >= kAtomicOpCount ||
-      !locate(t.peer, 0, d.dst_offset, width, &addr, &key, &span) || span != width)
+  if ((width != 4 && width != 8) || d.dst_offset % width != 0 || d.sig_op >= kAtomicOpCount)
     return refuse(t,
                   "asks for an atomic on a word that is misaligned, of a width other than 4 "
-                  "or 8, outside the registered heap, or an unknown operation");
+                  "or 8, or an unknown operation");
   const std::uint64_t mask = width == 8 ? ~std::uint64_t{0} : 0xffffffffull;
   t.width = width;
   t.fetch = (d.flags & kProxyFetch) != 0;
-  if (word_ops_am_)
+  if (word_ops_am_)  // word_by_message checks the offset against the heap
     return word_by_message(t, atomic_word_op(static_cast<AtomicOp>(d.sig_op)), d.dst_offset, width,
                            d.value & mask, d.sig_offset & mask);
+  if (!locate(t.peer, 0, d.dst_offset, width, &addr, &key, &span) || span != width)
+    return refuse(t, "asks for an atomic on a word outside the registered heap");
   t.operand = d.value & mask;
   bool reply = true;
   ucp_atomic_op_t aop = UCP_ATOMIC_OP_ADD;
@@ -525,6 +599,7 @@ bool UcxProxy::word_by_message(Ticket& t, platform::WordOp op, std::uint64_t off
   t.word_message = true;
   t.word.token = token_;
   t.word.ticket = t.number;
+  t.word.ask = static_cast<std::uint32_t>(Ask::Word);
   t.word.offset = offset;
   t.word.operand = operand;
   t.word.expected = expected;
@@ -535,43 +610,99 @@ bool UcxProxy::word_by_message(Ticket& t, platform::WordOp op, std::uint64_t off
   return true;
 }
 
+bool UcxProxy::stage(Ticket& t, const ProxyDesc& d, const char* src) {
+  const bool get = d.op == static_cast<std::uint32_t>(ProxyOp::Get);
+  const bool signal = d.op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
+  // The target checks the offsets before it writes or reads a byte (serve()), as the tcp
+  // transport's receiver does.
+  t.word_message = true;
+  t.word.token = token_;
+  t.word.ticket = t.number;
+  t.word.ask = static_cast<std::uint32_t>(get ? Ask::Get : Ask::Put);
+  t.word.from = rank_;
+  t.word.sig_offset = d.sig_offset;
+  t.word.operand = d.value;
+  t.word.op = static_cast<std::uint32_t>(signal_word_op(d.sig_op));
+  t.staged_offset = d.dst_offset;
+  t.staged_bytes = d.bytes;
+  t.staged_signal = signal;
+  if (get) {
+    t.staged_dst = reinterpret_cast<char*>(d.src);
+  } else {
+    t.staged_src = src;
+    t.source_pending = 1;  // until its last chunk was copied out
+  }
+  ++operations_;
+  return true;
+}
+
 bool UcxProxy::send_word(Ticket& t) {
-  const ucp_request_param_t param = request(t, &UcxProxy::on_done);
+  ucp_request_param_t param = request(t, &UcxProxy::on_done);
+  WordRequest& q = t.word;
+  const void* payload = nullptr;
+  std::size_t payload_bytes = 0;
+  if (q.ask != static_cast<std::uint32_t>(Ask::Word)) {
+    const std::uint64_t n = std::min<std::uint64_t>(chunk_, t.staged_bytes - t.staged_at);
+    q.offset = t.staged_offset + t.staged_at;
+    q.bytes = n;
+    if (q.ask == static_cast<std::uint32_t>(Ask::Put)) {
+      const bool last = t.staged_at + n == t.staged_bytes;
+      q.signal = last && t.staged_signal ? 1 : 0;
+      if (n > 0) {
+        t.copy.resize(static_cast<std::size_t>(n));
+        out_->read(t.copy.data(), t.staged_src + t.staged_at, static_cast<std::size_t>(n));
+        payload = t.copy.data();
+        payload_bytes = static_cast<std::size_t>(n);
+        // Eager: the target's handler gets the data with the message (no rendezvous to drive).
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_AM_SEND_FLAG_EAGER;
+      }
+      t.staged_at += n;  // a get's moves once its answer brought the data
+      if (last) t.source_pending = 0;
+    }
+  }
   t.word_sent = true;
   ++t.pending;  // the answer
   ++words_sent_;
-  return started(ucp_am_send_nbx(mesh_.ep(t.peer), kWordRequestMessage, &t.word, sizeof t.word,
-                                 nullptr, 0, &param),
-                 t, false, "a signal or atomic message");
+  return started(ucp_am_send_nbx(mesh_.ep(t.peer), kWordRequestMessage, &q, sizeof q, payload,
+                                 payload_bytes, &param),
+                 t, false, "a request message");
 }
 
 template <class Message>
 ucs_status_t UcxProxy::queue_message(void* arg, const void* header, std::size_t header_bytes,
-                                     std::vector<Message> UcxProxy::*queue) {
+                                     const void* data, std::size_t bytes,
+                                     const ucp_am_recv_param_t* param,
+                                     std::vector<Received<Message>> UcxProxy::*queue) {
   auto* self = static_cast<UcxProxy*>(arg);
   std::lock_guard<std::mutex> lock(self->received_mutex_);
-  if (header_bytes != sizeof(Message)) {
+  // Payloads are sent eagerly, so the data is here during the call; a rendezvous would mean a
+  // sender that is not this build.
+  if (header_bytes != sizeof(Message) ||
+      (bytes > 0 && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0)) {
     self->malformed_ = true;
     self->received_.store(true, std::memory_order_release);
     return UCS_OK;
   }
-  Message m;
-  std::memcpy(&m, header, sizeof m);
-  (self->*queue).push_back(m);
+  Received<Message> m;
+  std::memcpy(&m.header, header, sizeof m.header);
+  if (bytes > 0)
+    m.data.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+  (self->*queue).push_back(std::move(m));
   self->received_.store(true, std::memory_order_release);
   return UCS_OK;
 }
 
 ucs_status_t UcxProxy::on_word_request(void* arg, const void* header, std::size_t header_bytes,
-                                       void* /*data*/, std::size_t /*bytes*/,
-                                       const ucp_am_recv_param_t* /*param*/) {
-  return queue_message(arg, header, header_bytes, &UcxProxy::word_requests_);
+                                       void* data, std::size_t bytes,
+                                       const ucp_am_recv_param_t* param) {
+  return queue_message(arg, header, header_bytes, data, bytes, param, &UcxProxy::word_requests_);
 }
 
 ucs_status_t UcxProxy::on_word_reply(void* arg, const void* header, std::size_t header_bytes,
-                                     void* /*data*/, std::size_t /*bytes*/,
-                                     const ucp_am_recv_param_t* /*param*/) {
-  return queue_message(arg, header, header_bytes, &UcxProxy::word_replies_);
+                                     void* data, std::size_t bytes,
+                                     const ucp_am_recv_param_t* param) {
+  return queue_message(arg, header, header_bytes, data, bytes, param, &UcxProxy::word_replies_);
 }
 
 void UcxProxy::on_reply_sent(void* request, ucs_status_t status, void* user_data) {
@@ -619,8 +750,8 @@ void UcxProxy::tell_peers_ended() {
 }
 
 bool UcxProxy::serve_word_messages() {
-  std::vector<WordRequest> requests;
-  std::vector<WordReply> replies;
+  std::vector<Received<WordRequest>> requests;
+  std::vector<Received<WordReply>> replies;
   bool malformed = false;
   int ended = -1, lost = -1;
   std::string why;
@@ -645,66 +776,145 @@ bool UcxProxy::serve_word_messages() {
   }
   if (malformed) {
     fail_transport(
-        format("rank %d: ucx transport: a peer sent a signal or atomic message of the "
-               "wrong size (a different gnio build?)",
+        format("rank %d: ucx transport: a peer sent a request or answer message of the wrong "
+               "size or by rendezvous (a different gnio build?)",
                rank_));
     return false;
   }
-  for (const WordRequest& q : requests) {
-    // Checked before anything is written: a message that fails is refused whole.
-    const std::uint64_t heap = heap_bytes_.load(std::memory_order_acquire);
-    if (q.token != token_ || q.from < 0 || q.from >= size_ || !mesh_.ep(q.from) ||
-        (q.width != 4 && q.width != 8) || q.offset % q.width != 0 ||
-        !inside_heap(q.offset, q.width, heap) ||
-        q.op > static_cast<std::uint32_t>(platform::WordOp::CompareSwap)) {
-      fail_transport(format("rank %d: ucx transport: refused a signal or atomic message claiming "
-                            "rank %d (job token, rank, width, alignment, operation or heap "
-                            "offset %llu of %llu bytes wrong); nothing was written",
-                            rank_, q.from, static_cast<unsigned long long>(q.offset),
-                            static_cast<unsigned long long>(heap)),
-                     q.from >= 0 && q.from < size_ ? q.from : -1);
-      return false;
-    }
-    // Applied after every earlier operation of that peer: it sent this once they completed.
-    const std::uint64_t old = words_->word_atomic(
-        heap_base_ + q.offset, q.width, static_cast<platform::WordOp>(q.op), q.operand, q.expected);
-    ++words_applied_;
-    replies_out_.push_back(
-        SentReply{this, WordReply{token_, q.ticket ^ bad_reply_, old, rank_, 0}, false});
-    SentReply& sent = replies_out_.back();
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send = &UcxProxy::on_reply_sent;
-    param.user_data = &sent;
-    const ucs_status_ptr_t r = ucp_am_send_nbx(mesh_.ep(q.from), kWordReplyMessage, &sent.message,
-                                               sizeof sent.message, nullptr, 0, &param);
-    if (r == nullptr) {
-      sent.done = true;
-    } else if (UCS_PTR_IS_ERR(r)) {
-      sent.done = true;
-      fail_transport(format("rank %d: ucx transport: answering rank %d's signal or atomic failed: "
-                            "%s",
-                            rank_, q.from, net::ucx_status(UCS_PTR_STATUS(r)).c_str()),
-                     q.from);
-      return false;
-    }
-  }
+  for (const Received<WordRequest>& m : requests)
+    if (!serve(m)) return false;
   while (!replies_out_.empty() && replies_out_.front().done) replies_out_.pop_front();
-  for (const WordReply& r : replies) {
-    Ticket* t = word_ticket_;
-    if (r.token != token_ || !t || !t->word_sent || r.ticket != t->number || r.from != t->peer) {
-      fail_transport(format("rank %d: ucx transport: rank %d sent an answer naming ticket %llu, "
-                            "which answers no open signal or atomic of this rank; nothing of it "
-                            "was used",
-                            rank_, r.from, static_cast<unsigned long long>(r.ticket)),
-                     r.from >= 0 && r.from < size_ ? r.from : -1);
+  for (const Received<WordReply>& m : replies)
+    if (!take_answer(m)) return false;
+  return true;
+}
+
+bool UcxProxy::serve(const Received<WordRequest>& m) {
+  const WordRequest& q = m.header;
+  // Checked before anything is written: a message that fails is refused whole.
+  const std::uint64_t heap = heap_bytes_.load(std::memory_order_acquire);
+  const auto ask = static_cast<Ask>(q.ask);
+  bool valid = q.token == token_ && q.from >= 0 && q.from < size_ && mesh_.ep(q.from) &&
+               q.op <= static_cast<std::uint32_t>(platform::WordOp::CompareSwap);
+  switch (ask) {
+    case Ask::Word:
+      valid = valid && (q.width == 4 || q.width == 8) && q.offset % q.width == 0 &&
+              inside_heap(q.offset, q.width, heap) && m.data.empty();
+      break;
+    case Ask::Put:
+      valid = valid && inside_heap(q.offset, q.bytes, heap) && m.data.size() == q.bytes &&
+              (q.signal == 0 || (q.sig_offset % 8 == 0 && inside_heap(q.sig_offset, 8, heap)));
+      break;
+    case Ask::Get: valid = valid && inside_heap(q.offset, q.bytes, heap) && m.data.empty(); break;
+    default: valid = false;
+  }
+  if (!valid) {
+    fail_transport(
+        format("rank %d: ucx transport: rejected a request message (ask %u) claiming "
+               "rank %d (job token, rank, width, alignment, operation, payload or heap "
+               "offset %llu + %llu bytes of %llu wrong); nothing was written",
+               rank_, q.ask, q.from, static_cast<unsigned long long>(q.offset),
+               static_cast<unsigned long long>(q.bytes), static_cast<unsigned long long>(heap)),
+        q.from >= 0 && q.from < size_ ? q.from : -1);
+    return false;
+  }
+  // Carried out after every earlier operation of that peer: it sent this once they completed.
+  std::uint64_t old = 0;
+  std::vector<char> data;
+  if (ask == Ask::Word) {
+    old = words_->word_atomic(heap_base_ + q.offset, q.width, static_cast<platform::WordOp>(q.op),
+                              q.operand, q.expected);
+  } else {
+    // A put's data (then its signal) is in place, or a get's read, before the answer goes.
+    const Staging::Signal signal{reinterpret_cast<std::uint64_t*>(heap_base_ + q.sig_offset),
+                                 static_cast<platform::WordOp>(q.op), q.operand};
+    std::uint64_t mark = 0;
+    const Deadline deadline = Deadline::after(timeout_s_);
+    const bool ok = ask == Ask::Put
+                        ? words_->receive(m.data.data(), heap_base_ + q.offset, m.data.size(),
+                                          q.signal ? &signal : nullptr, deadline, &mark) &&
+                              words_->settle(deadline)
+                        : words_->settle(deadline);
+    if (!ok) {
+      fail_transport(
+          format("rank %d: ucx transport: the data of rank %d's put did not land "
+                 "within %.0f s (the GPU did not run the proxy's copies)",
+                 rank_, q.from, timeout_s_));
       return false;
     }
-    t->reply = r.old;
-    t->word_message = false;
-    --t->pending;
-    word_ticket_ = nullptr;
+    if (ask == Ask::Get) {
+      data.resize(static_cast<std::size_t>(q.bytes));
+      out_->read(data.data(), heap_base_ + q.offset, data.size());
+    }
   }
+  ++words_applied_;
+  replies_out_.push_back(
+      SentReply{this, WordReply{token_, q.ticket ^ bad_reply_, old, rank_, 0}, false, {}});
+  SentReply& sent = replies_out_.back();
+  sent.data = std::move(data);
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = &UcxProxy::on_reply_sent;
+  param.user_data = &sent;
+  if (!sent.data.empty()) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_AM_SEND_FLAG_EAGER;
+  }
+  const ucs_status_ptr_t r =
+      ucp_am_send_nbx(mesh_.ep(q.from), kWordReplyMessage, &sent.message, sizeof sent.message,
+                      sent.data.empty() ? nullptr : sent.data.data(), sent.data.size(), &param);
+  if (r == nullptr) {
+    sent.done = true;
+  } else if (UCS_PTR_IS_ERR(r)) {
+    sent.done = true;
+    fail_transport(format("rank %d: ucx transport: answering rank %d's request failed: %s", rank_,
+                          q.from, net::ucx_status(UCS_PTR_STATUS(r)).c_str()),
+                   q.from);
+    return false;
+  }
+  return true;
+}
+
+bool UcxProxy::take_answer(const Received<WordReply>& m) {
+  const WordReply& r = m.header;
+  Ticket* t = word_ticket_;
+  const bool get = t && t->word.ask == static_cast<std::uint32_t>(Ask::Get);
+  if (r.token != token_ || !t || !t->word_sent || r.ticket != t->number || r.from != t->peer ||
+      m.data.size() != (get ? t->word.bytes : 0)) {
+    fail_transport(
+        format("rank %d: ucx transport: rank %d sent an answer naming ticket %llu "
+               "(%zu bytes of data), which answers no open %s of this rank; nothing "
+               "of it was used",
+               rank_, r.from, static_cast<unsigned long long>(r.ticket), m.data.size(),
+               get                                                        ? "get"
+               : t && t->word.ask == static_cast<std::uint32_t>(Ask::Put) ? "put"
+                                                                          : "signal or atomic"),
+        r.from >= 0 && r.from < size_ ? r.from : -1);
+    return false;
+  }
+  if (get) {
+    // The ticket is done (and its device reads the data) only once the data is in place.
+    std::uint64_t mark = 0;
+    const Deadline deadline = Deadline::after(timeout_s_);
+    if (!words_->receive(m.data.data(), t->staged_dst + t->staged_at, m.data.size(), nullptr,
+                         deadline, &mark) ||
+        !words_->settle(deadline)) {
+      fail_transport(
+          format("rank %d: ucx transport: the data of a get from rank %d did not land "
+                 "within %.0f s (the GPU did not run the proxy's copies)",
+                 rank_, t->peer, timeout_s_));
+      return false;
+    }
+    t->staged_at += m.data.size();
+  }
+  --t->pending;
+  if (t->word.ask != static_cast<std::uint32_t>(Ask::Word) && t->staged_at < t->staged_bytes) {
+    t->word_sent = false;  // the next chunk goes once the send of this one completed too
+    return true;
+  }
+  t->reply = r.old;
+  t->word_message = false;
+  word_ticket_ = nullptr;
   return true;
 }
 
@@ -721,6 +931,13 @@ bool UcxProxy::issue(Ticket& t, const ProxyDesc& d) {
       const char* src = inline_data ? handle_.inline_data +
                                           (t.number & (handle_.capacity - 1)) * kProxyInlineBytes
                                     : reinterpret_cast<const char*>(d.src);
+      if (staged_ && region == 0) return stage(t, d, src);
+      if (staged_ && !inline_data && (d.flags & kProxyHostSource) == 0 && d.bytes > 0) {
+        // Into a landing region (host memory, registered): UCX sends from a host copy.
+        t.copy.resize(static_cast<std::size_t>(d.bytes));
+        out_->read(t.copy.data(), src, t.copy.size());
+        src = t.copy.data();
+      }
       order();
       if (!put(t, region, d.dst_offset, src, d.bytes)) return false;
       if (d.op == static_cast<std::uint32_t>(ProxyOp::Put)) return true;
@@ -736,6 +953,7 @@ bool UcxProxy::issue(Ticket& t, const ProxyDesc& d) {
       return signal(t, region, d.sig_offset, d.sig_op, d.value);
     case ProxyOp::Get:
       if (region != 0) return refuse(t, "reads a landing region");
+      if (staged_) return stage(t, d, nullptr);
       order();
       return get(t, d.dst_offset, reinterpret_cast<char*>(d.src), d.bytes);
     case ProxyOp::Atomic:
