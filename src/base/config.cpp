@@ -65,7 +65,8 @@ constexpr ConfigVar kVars[] = {
      "TCP connections per peer pair (GNIO_NET_NSOCKS; every device operation and every "
      "collective); ucx = a proxy thread driving UCX one-sided puts, gets, atomics and flushes "
      "into memory registered at allocation (UCX_TLS, UCX_NET_DEVICES choose its transports; needs "
-     "a build with UCX, and on GPUs a UCX with CUDA support); auto = tcp when the job spans "
+     "a build with UCX; on GPUs without UCX CUDA support heap data is staged through host memory "
+     "as messages); auto = tcp when the job spans "
      "nodes; none = operations on other nodes fail with Unsupported"},
     {"GNIO_UCX_WORD_OPS", ConfigType::Enum, "auto",
      "how GNIO_NET=ucx applies signals and atomics to another node's heap {auto, rma, am}: rma = "
@@ -87,8 +88,9 @@ constexpr ConfigVar kVars[] = {
      "device thread that finds it full waits for a credit"},
     {"GNIO_PROXY_STAGING", ConfigType::Enum, "auto",
      "how the proxy moves data {auto, always}: auto = directly where it can address the memory "
-     "(host backend), through page-locked bounce buffers for GPU memory; always = bounce buffers "
-     "on the host backend too (tests of the GPU path on CPUs)"},
+     "(host backend), through page-locked bounce buffers for GPU memory (tcp; ucx when UCX has no "
+     "CUDA support, as request messages); always = staged on the host backend too, and ucx's heap "
+     "data as messages (tests of the GPU path on CPUs; the same on every rank)"},
     {"GNIO_PROXY_CHUNK", ConfigType::Size, "1M",
      "staged data moves in chunks of this size: the sending proxy thread has two bounce buffers of "
      "it (the copy of one chunk out of GPU memory overlaps the socket transfer of the other), the "

@@ -1,4 +1,5 @@
-// How a proxy thread moves bytes between a socket and memory of this rank: directly where the
+// How a proxy thread moves bytes between a socket (or a message a network handed over, or host
+// memory a network sends from) and memory of this rank: directly where the
 // thread can address that memory (the host backend's heap and buffers), and otherwise (GPU
 // memory, no GPUDirect) through page-locked bounce buffers. Outbound (the sender thread): two
 // bounce buffers, chunk k+1 copied out of GPU memory while chunk k is on the socket. Inbound (the

@@ -9,6 +9,11 @@
 // peers' memory is written by UCX (by the NIC, or by the peer's worker progress on transports
 // that emulate RMA, such as tcp, which the peer's proxy thread drives).
 //
+// Staged (a UCX that cannot reach GPU memory, or GNIO_PROXY_STAGING=always): the heap is not
+// registered; puts and gets of peers' heaps go as request messages, one per chunk, whose data the
+// proxies copy through host memory (the target lands a put, then its signal, before it answers),
+// and nothing later is taken until the answer came, which keeps the order without fences.
+//
 // Built when UCX is found (-DGNIO_UCX=AUTO|ON); otherwise make_ucx_proxy() throws Unsupported.
 #pragma once
 
@@ -21,7 +26,8 @@
 namespace gnio::proxy {
 
 /// A UCX proxy (the arguments are Proxy's; collective over every rank). Throws
-/// Error(Unsupported) in a build without UCX, or on GPUs when UCX has no CUDA support.
+/// Error(Unsupported) in a build without UCX, and Error(InvalidArgument) when ranks disagree on
+/// staging.
 std::unique_ptr<Proxy> make_ucx_proxy(platform::Backend& backend, Bootstrap& bootstrap,
                                       const std::vector<int>& node_of_rank, char* heap_base,
                                       std::uint64_t heap_bytes, DeviceControl* control,
