@@ -423,6 +423,11 @@ namespace {
 
 #if defined(GNIO_TSAN)
 extern "C" void __tsan_read_range(void* addr, unsigned long size);
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+/// The order release_network_order_for_tsan() releases and acquire_network_order_for_tsan()
+/// acquires.
+char network_order_for_tsan;
 #endif
 
 /// ThreadSanitizer orders every socket send before every later socket receive (the network's
@@ -444,6 +449,18 @@ void record_send_for_tsan(int fd, const void* a, std::size_t a_len, const void* 
 }
 
 }  // namespace
+
+void release_network_order_for_tsan() {
+#if defined(GNIO_TSAN)
+  __tsan_release(&network_order_for_tsan);
+#endif
+}
+
+void acquire_network_order_for_tsan() {
+#if defined(GNIO_TSAN)
+  __tsan_acquire(&network_order_for_tsan);
+#endif
+}
 
 IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::size_t b_len,
                   const Deadline& deadline, int* err) {

@@ -127,6 +127,15 @@ enum class IoStatus { Ok, Closed, Timeout, Error };
 /// failure returns an empty Fd with *err = errno (ETIMEDOUT when the deadline passed).
 Fd connect_tcp(const SockAddr& to, const Deadline& deadline, int* err);
 
+/// ThreadSanitizer cannot see the order messages between processes carry; it orders each socket
+/// receive after the sends on that socket only. The bootstrap's messages and the ucx proxy's
+/// (carried by UCX, whose interceptors the ucx tests ignore) release one process-wide order when
+/// sent and acquire it when taken, so that what a thread here did before it told a peer
+/// something happens before what the peer's answer makes a thread here do (a proxy lands a put
+/// after this rank's barrier; the main thread reads it after the peer's). No-ops in other builds.
+void release_network_order_for_tsan();
+void acquire_network_order_for_tsan();
+
 /// Writes `a` then `b` (b may be empty) to a non-blocking socket in as few system calls as
 /// possible, waiting for buffer space until `deadline`. *err is set on Error/Closed.
 IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::size_t b_len,

@@ -465,6 +465,7 @@ void TcpBootstrap::send_frame(int peer, FrameType type, std::uint16_t flags, std
   unsigned char head[kFrameHeaderBytes];
   encode_frame_header({type, flags, rank_, tag, bytes}, head);
   int err = 0;
+  release_network_order_for_tsan();
   IoStatus st = send_all(out.fd.get(), head, sizeof(head), data, bytes, deadline, &err);
   if (st == IoStatus::Ok) return;
   // A partly written frame leaves the stream unusable: every later send to this peer fails too.
@@ -541,6 +542,7 @@ TcpBootstrap::Message TcpBootstrap::take(int peer, FrameType type, std::int32_t 
       Message m = std::move(front);
       it->second.pop_front();
       if (it->second.empty()) in.queues.erase(it);
+      acquire_network_order_for_tsan();
       return m;
     }
     if (in.closed) {

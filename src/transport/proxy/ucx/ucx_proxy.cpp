@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/fail.hpp"
+#include "bootstrap/socket.hpp"
 #include "gnio/config.hpp"
 #include "gnio/device/atomic.hpp"
 #include "gnio/device/device_comm.hpp"
@@ -664,6 +665,7 @@ bool UcxProxy::send_word(Ticket& t) {
   t.word_sent = true;
   ++t.pending;  // the answer
   ++words_sent_;
+  bootstrap::release_network_order_for_tsan();
   return started(ucp_am_send_nbx(mesh_.ep(t.peer), kWordRequestMessage, &q, sizeof q, payload,
                                  payload_bytes, &param),
                  t, false, "a request message");
@@ -765,6 +767,9 @@ bool UcxProxy::serve_word_messages() {
     lost = ended_lost_;
     why = ended_why_;
   }
+  // What a peer asks or answers follows what this rank told it before (ThreadSanitizer learns
+  // that order from gnio's sockets only).
+  bootstrap::acquire_network_order_for_tsan();
   if (ended >= 0) {
     told_peers_ = true;  // no echo: the failure is the peer's
     // The rank to blame is the one the peer lost, if its failure was a lost link (and not this
@@ -860,6 +865,7 @@ bool UcxProxy::serve(const Received<WordRequest>& m) {
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER;
   }
+  bootstrap::release_network_order_for_tsan();
   const ucs_status_ptr_t r =
       ucp_am_send_nbx(mesh_.ep(q.from), kWordReplyMessage, &sent.message, sizeof sent.message,
                       sent.data.empty() ? nullptr : sent.data.data(), sent.data.size(), &param);
