@@ -43,6 +43,8 @@
 #              GPU memory through host memory: the RMA suite as 2 nodes when rma_test_2_gpu was
 #              built, the ucx-quick gnio-perf checks (collectives when built with them), and put /
 #              put_signal / get / atomic latency and put bandwidth over ucx and over tcp
+#              (STAGED_PERF=0 skips them); the collective suite over ucx when coll_test_2(_gpu)
+#              was built
 #   hier       the hierarchical allreduce on 4 ranks as 2 nodes: gnio-perf coll's checks with
 #              GNIO_COLL_HIER=on and off (heap buffers with graphs, private ones eager), then the
 #              suite's allreduce tests hierarchical when coll_test_2_gpu (or coll_test_2) was
@@ -234,10 +236,21 @@ run_step() {
             "$B/tests/rma/rma_test_2_gpu" "$rma_net_filter"
         done
       fi
+      # The collective suite (the nvcc-compiled binary when built, else the host-compiled one,
+      # which runs on the cuda backend here too): every collective through the proxies' pipes.
+      # (The host-compiled one cannot launch the device-API tests' kernels: CollDevice.* left out.)
+      local coll_bin=$B/tests/coll/coll_test_2_gpu coll_skip='*Soak*'
+      [ -x "$coll_bin" ] || { coll_bin=$B/tests/coll/coll_test_2; coll_skip='*Soak*:CollDevice.*'; }
+      if [ -x "$coll_bin" ]; then
+        step ucx-coll-suite env GNIO_NET=ucx GNIO_BACKEND=cuda GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 \
+          GNIO_DEBUG=INFO timeout 400 "$R" -n 2 --nodes 2 --timeout 380 -- "$coll_bin" \
+          --gtest_filter="-$coll_skip"
+      fi
       if "$P" coll --help >/dev/null 2>&1; then
         step ucx-coll-all env GNIO_NET=ucx GNIO_TIMEOUT=60 "$R" -n 2 --nodes 2 --timeout 300 -- \
           "$P" coll --coll all -b 8 -e 4M -f 8 -n 5 -w 1 --reps 1 --json "$r/net/coll-all-ucx.json"
       fi
+      [ "${STAGED_PERF:-1}" = 1 ] || return 0
       for net in ucx tcp; do
         step "$net-rma-lat" env GNIO_NET=$net GNIO_TIMEOUT=60 "$R" -n 2 --nodes 2 --timeout 200 -- \
           "$P" rma --op all --scope block --mode lat -b 8 -e 64K -f 8 --reps 3 \
