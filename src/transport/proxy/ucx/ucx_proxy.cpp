@@ -939,7 +939,11 @@ bool UcxProxy::issue(Ticket& t, const ProxyDesc& d) {
                                     : reinterpret_cast<const char*>(d.src);
       if (staged_ && region == 0) return stage(t, d, src);
       if (staged_ && !inline_data && (d.flags & kProxyHostSource) == 0 && d.bytes > 0) {
-        // Into a landing region (host memory, registered): UCX sends from a host copy.
+        // Into a landing region (host memory, registered): UCX sends from a host copy, made once
+        // the range is known to fit (regions have the same layout on every rank).
+        const Landing* land = landing(region);
+        if (!land || !inside_heap(d.dst_offset, d.bytes, land->inbox_bytes))
+          return refuse(t, "writes outside the memory the peer registered");
         t.copy.resize(static_cast<std::size_t>(d.bytes));
         out_->read(t.copy.data(), src, t.copy.size());
         src = t.copy.data();
