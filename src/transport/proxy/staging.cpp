@@ -73,45 +73,49 @@ bootstrap::IoStatus Staging::send(int fd, const void* head, std::size_t head_byt
                                   std::size_t bytes, const Deadline& deadline, int* err) {
   if (direct_ || bytes == 0)
     return bootstrap::send_all(fd, head, head_bytes, src, bytes, deadline, err);
-  const char* from = static_cast<const char*>(src);
-  const std::size_t chunks = (bytes + chunk_ - 1) / chunk_;
-  auto length = [&](std::size_t k) { return std::min(chunk_, bytes - k * chunk_); };
-  auto fetch = [&](std::size_t k) {
-    backend_.copy(bounce_[k % 2], from + k * chunk_, length(k), stream(static_cast<int>(k % 2)));
-  };
-  fetch(0);
-  // The header goes out while the first chunk is being copied.
-  bootstrap::IoStatus st = bootstrap::send_all(fd, head, head_bytes, nullptr, 0, deadline, err);
-  for (std::size_t k = 0; k < chunks && st == bootstrap::IoStatus::Ok; ++k) {
-    // Buffer (k+1)%2 held chunk k-1, which send_all has handed to the socket already.
-    if (k + 1 < chunks) fetch(k + 1);
-    backend_.stream_synchronize(stream(static_cast<int>(k % 2)));
-    st = bootstrap::send_all(fd, bounce_[k % 2], length(k), nullptr, 0, deadline, err);
-  }
-  if (st != bootstrap::IoStatus::Ok)
-    for (int i = 0; i < 2; ++i) backend_.stream_synchronize(stream(i));
-  return st;
+  return copy_out(
+      src, bytes,
+      // The header goes out while the first chunk is being copied.
+      [&] { return bootstrap::send_all(fd, head, head_bytes, nullptr, 0, deadline, err); },
+      [&](std::size_t, const char* chunk, std::size_t n) {
+        return bootstrap::send_all(fd, chunk, n, nullptr, 0, deadline, err);
+      });
 }
 
 void Staging::read(void* host, const void* src, std::size_t bytes) {
   char* to = static_cast<char*>(host);
-  const char* from = static_cast<const char*>(src);
   if (direct_) {
-    std::memcpy(to, from, bytes);
+    std::memcpy(to, src, bytes);
     return;
   }
-  // As send(): chunk k+1 comes out of GPU memory while chunk k is copied on.
+  (void)copy_out(
+      src, bytes, [] { return bootstrap::IoStatus::Ok; },
+      [&](std::size_t at, const char* chunk, std::size_t n) {
+        std::memcpy(to + at, chunk, n);
+        return bootstrap::IoStatus::Ok;
+      });
+}
+
+template <class Started, class Take>
+bootstrap::IoStatus Staging::copy_out(const void* src, std::size_t bytes, Started started,
+                                      Take take) {
+  const char* from = static_cast<const char*>(src);
   const std::size_t chunks = (bytes + chunk_ - 1) / chunk_;
   auto length = [&](std::size_t k) { return std::min(chunk_, bytes - k * chunk_); };
   auto fetch = [&](std::size_t k) {
     backend_.copy(bounce_[k % 2], from + k * chunk_, length(k), stream(static_cast<int>(k % 2)));
   };
   if (chunks > 0) fetch(0);
-  for (std::size_t k = 0; k < chunks; ++k) {
+  bootstrap::IoStatus st = started();
+  for (std::size_t k = 0; k < chunks && st == bootstrap::IoStatus::Ok; ++k) {
+    // Buffer (k+1)%2 held chunk k-1, which take() has passed on already.
     if (k + 1 < chunks) fetch(k + 1);
     backend_.stream_synchronize(stream(static_cast<int>(k % 2)));
-    std::memcpy(to + k * chunk_, bounce_[k % 2], length(k));
+    st = take(k * chunk_, bounce_[k % 2], length(k));
   }
+  if (st != bootstrap::IoStatus::Ok)
+    for (int i = 0; i < 2; ++i) backend_.stream_synchronize(stream(i));
+  return st;
 }
 
 std::uint64_t Staging::completed() const {

@@ -103,6 +103,12 @@ class Staging {
   /// Where `bytes` (at most chunk_) of the inbound ring are free, once pieces whose deliveries
   /// completed are returned (waiting for them if needed); false on deadline.
   bool reserve(std::size_t bytes, const Deadline& deadline, std::size_t* at);
+  /// send()'s and read()'s body (Outbound, staged): copies [src, src + bytes) out of this rank's
+  /// memory chunk by chunk through the two bounce buffers, chunk k+1 while `take(at, chunk, n)`
+  /// passes chunk k (bytes [at, at + n)) on; `started()` runs once the first copy is queued.
+  /// Stops at the first status other than Ok (waiting for the copies in flight) and returns it.
+  template <class Started, class Take>
+  bootstrap::IoStatus copy_out(const void* src, std::size_t bytes, Started started, Take take);
   /// receive()'s body: `fill(to, at, n)` puts bytes [at, at + n) of the data at `to`.
   template <class Fill>
   bootstrap::IoStatus queue(void* dst, std::size_t bytes, const Signal* signal,
