@@ -201,6 +201,13 @@ std::unique_ptr<Proxy> make_proxy(const std::string& net, platform::Backend& bac
                                     control, stream, timeout_s, std::move(on_link_lost));
 }
 
+bool staging_forced() {
+  const std::string staging = config_text("GNIO_PROXY_STAGING");
+  GNIO_REQUIRE(staging == "auto" || staging == "always",
+               "GNIO_PROXY_STAGING='%s' is not one of auto, always", staging.c_str());
+  return staging == "always";
+}
+
 platform::WordOp signal_word_op(std::uint32_t sig_op) {
   return sig_op == static_cast<std::uint32_t>(SignalOp::Set) ? platform::WordOp::Store
                                                              : platform::WordOp::Add;

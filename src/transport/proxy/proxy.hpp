@@ -134,6 +134,10 @@ class Proxy {
   int lost_peer_ = -1;
 };
 
+/// GNIO_PROXY_STAGING, checked: true for "always" (stage even where the proxy could address the
+/// memory itself: how CI runs the GPUs' path on the host backend), false for "auto".
+bool staging_forced();
+
 /// The word operation a signal of `sig_op` (SignalOp: Set or Add) is.
 platform::WordOp signal_word_op(std::uint32_t sig_op);
 /// The word operation that carries out a device atomic `op` at its target (the fetching and

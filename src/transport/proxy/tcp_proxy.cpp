@@ -38,10 +38,7 @@ TcpProxy::TcpProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
       mesh_(bs, node_of_rank, timeout_s, net_lanes()) {
   // The host backend's proxy addresses every byte itself; GPU memory goes through bounce buffers
   // (GNIO_PROXY_STAGING=always stages on the host backend too, which is how CI tests that path).
-  const std::string staging = config_text("GNIO_PROXY_STAGING");
-  GNIO_REQUIRE(staging == "auto" || staging == "always",
-               "GNIO_PROXY_STAGING='%s' is not one of auto, always", staging.c_str());
-  direct_ = backend_.kind() == platform::BackendKind::Host && staging == "auto";
+  direct_ = backend_.kind() == platform::BackendKind::Host && !staging_forced();
   chunk_ = config_size("GNIO_PROXY_CHUNK");
   // A put of no data has nothing to split.
   stripe_min_ = std::max<std::uint64_t>(1, config_size("GNIO_NET_STRIPE_MIN"));

@@ -285,10 +285,8 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
                          peer);
       }) {
   device_heap_ = backend_.kind() != platform::BackendKind::Host;
-  const std::string staging = config_text("GNIO_PROXY_STAGING");
-  GNIO_REQUIRE(staging == "auto" || staging == "always",
-               "GNIO_PROXY_STAGING='%s' is not one of auto, always", staging.c_str());
-  staged_ = staging == "always" || (device_heap_ && !mesh_.reaches_cuda_memory());
+  const bool forced = staging_forced();
+  staged_ = forced || (device_heap_ && !mesh_.reaches_cuda_memory());
   // Whether the heap is registered with UCX is a collective matter (set_heap_bytes), and how a
   // peer's puts arrive depends on it: every rank must decide alike.
   {
@@ -312,16 +310,16 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
          "rank %d: GNIO_UCX_WORD_OPS=rma: the heap is not registered with UCX (%s), because %s; "
          "signals and atomics go as messages (GNIO_UCX_WORD_OPS=auto or am)",
          rank_, ucp_get_version_string(),
-         staging == "always" ? "GNIO_PROXY_STAGING=always"
-                             : "this UCX cannot reach GPU memory (built without CUDA support)");
+         forced ? "GNIO_PROXY_STAGING=always"
+                : "this UCX cannot reach GPU memory (built without CUDA support)");
   word_ops_am_ = staged_ || word_ops == "am" || (word_ops == "auto" && device_heap_);
   if (staged_)
     GNIO_INFO(Proxy,
               "rank %d: ucx transport: puts and gets of other nodes' heaps go as messages staged "
               "through host memory (%s)",
               rank_,
-              staging == "always" ? "GNIO_PROXY_STAGING=always"
-                                  : "this UCX cannot reach GPU memory: built without CUDA");
+              forced ? "GNIO_PROXY_STAGING=always"
+                     : "this UCX cannot reach GPU memory: built without CUDA");
   bad_reply_ = config_bool("GNIO_NET_BAD_REPLY") ? std::uint64_t{1} << 62 : 0;
   // Every rank serves word messages (the choice is the same everywhere, but a peer's is not
   // this rank's business); the handlers are in place before the collective heap registration
@@ -330,7 +328,7 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
   mesh_.on_active_message(kWordReplyMessage, &UcxProxy::on_word_reply, this);
   mesh_.on_active_message(kEndedMessage, &UcxProxy::on_ended, this);
   // Direct where this thread addresses the heap, as the tcp proxy's (GNIO_PROXY_STAGING).
-  const bool direct = !device_heap_ && staging == "auto";
+  const bool direct = !device_heap_ && !forced;
   words_ = std::make_unique<Staging>(backend_, Staging::Direction::Inbound, direct,
                                      staged_ ? chunk_ : 4096);
   if (staged_)
