@@ -260,6 +260,27 @@ TEST(Net, StripedPutsKeepTheirOrder) {
   c.free(a);
 }
 
+/// How communicator creation that must fail failed: the error's class and text, and how long it
+/// took (seconds). Adds a failure when creation succeeds.
+struct CreationFailure {
+  gnio::ErrorClass cls = gnio::ErrorClass::Internal;
+  std::string msg;
+  double took = 0;
+};
+CreationFailure create_expecting_failure() {
+  const auto start = std::chrono::steady_clock::now();
+  CreationFailure f;
+  try {
+    gnio::Comm c = gnio::Comm::from_env();
+    ADD_FAILURE() << "communicator creation succeeded";
+  } catch (const gnio::Error& e) {
+    f.msg = e.what();
+    f.cls = e.error_class();
+  }
+  f.took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return f;
+}
+
 // GNIO_NET=ucx: a rank whose UCX cannot start (rank 1 asks for a UCX transport that does not
 // exist) fails communicator creation, and every other rank fails with it, naming that rank, at
 // once: nobody waits for an address that never comes. Runs alone in its process (the shared
@@ -270,18 +291,7 @@ TEST(NetFault, UcxStartFailureReachesEveryRank) {
   const char* rank = std::getenv("RANK");
   ASSERT_NE(rank, nullptr) << "run under gnio-run";
   if (std::strcmp(rank, "1") == 0) setenv("UCX_TLS", "no_such_transport", 1);
-  const auto start = std::chrono::steady_clock::now();
-  std::string msg;
-  gnio::ErrorClass cls = gnio::ErrorClass::Internal;
-  try {
-    gnio::Comm c = gnio::Comm::from_env();
-    ADD_FAILURE() << "communicator creation succeeded";
-  } catch (const gnio::Error& e) {
-    msg = e.what();
-    cls = e.error_class();
-  }
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto [cls, msg, took] = create_expecting_failure();
   EXPECT_EQ(cls, gnio::ErrorClass::SystemError) << msg;
   EXPECT_NE(msg.find("ucp_init failed"), std::string::npos) << msg;
   if (std::strcmp(rank, "1") != 0) {
@@ -302,18 +312,7 @@ TEST(NetFault, StagingMismatchIsRefused) {
   if (!backend || std::strcmp(backend, "host") != 0)
     GTEST_SKIP() << "the host backend's test (on GPUs the choice depends on UCX's CUDA support)";
   setenv("GNIO_PROXY_STAGING", std::strcmp(rank, "1") == 0 ? "always" : "auto", 1);
-  const auto start = std::chrono::steady_clock::now();
-  std::string msg;
-  gnio::ErrorClass cls = gnio::ErrorClass::Internal;
-  try {
-    gnio::Comm c = gnio::Comm::from_env();
-    ADD_FAILURE() << "communicator creation succeeded";
-  } catch (const gnio::Error& e) {
-    msg = e.what();
-    cls = e.error_class();
-  }
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto [cls, msg, took] = create_expecting_failure();
   EXPECT_EQ(cls, gnio::ErrorClass::InvalidArgument) << msg;
   EXPECT_NE(msg.find("rank 1 stages heap data through host memory and rank 0 does not"),
             std::string::npos)
