@@ -15,9 +15,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,6 +82,26 @@ std::vector<std::string> base_env() {
           "GNIO_HEAP_SIZE=16M"};
 }
 
+/// The network backend a multi-node scenario runs on: tcp unless this test runs with GNIO_NET set.
+std::string net_under_test() {
+  const char* net = std::getenv("GNIO_NET");
+  return net && *net ? net : "tcp";
+}
+
+/// Survivors that UCX itself aborted: UCX 1.13 answers a peer's emulated put or atomic (its tcp
+/// transport has no hardware RMA) from inside its progress call, and when that answer cannot
+/// reach the rank that was just killed it ends the process ("ucp_request.inl: Fatal: unexpected
+/// error: Endpoint timeout") before gnio can report anything. No setting of ours avoids it (the
+/// reliability guide says so); such a rank is told apart by that line on its stderr.
+std::set<int> aborted_inside_ucx(const std::string& err) {
+  std::set<int> ranks;
+  static const std::regex fatal_re(R"((?:^|\n)\[(\d+)\] [^\n]*ucp_[^\n]*Fatal: unexpected error)");
+  for (auto it = std::sregex_iterator(err.begin(), err.end(), fatal_re);
+       it != std::sregex_iterator(); ++it)
+    ranks.insert(std::stoi((*it)[1]));
+  return ranks;
+}
+
 void run_kill(Scenario s, const std::vector<std::string>& extra_env = {}) {
   s.ranks = std::min(s.ranks, max_ranks());
   s.victim = std::min(s.victim, s.ranks - 1);
@@ -89,9 +111,7 @@ void run_kill(Scenario s, const std::vector<std::string>& extra_env = {}) {
                                    "120"};
   if (s.nodes > 1) {
     args.insert(args.end(), {"--nodes", std::to_string(s.nodes)});
-    // The network backend under test: tcp unless this test runs with GNIO_NET set (ucx).
-    const char* net = std::getenv("GNIO_NET");
-    env.push_back(std::string("GNIO_NET=") + (net && *net ? net : "tcp"));
+    env.push_back("GNIO_NET=" + net_under_test());
   }
   args.insert(args.end(), {"--", LIVENESS_PROBE_EXE, s.name, std::to_string(s.victim)});
   gnio_test::Job job(GNIO_RUN_EXE, args, env);
@@ -104,7 +124,18 @@ void run_kill(Scenario s, const std::vector<std::string>& extra_env = {}) {
 
   EXPECT_EQ(job.err.find("ThreadSanitizer"), std::string::npos) << all;  // sanitized builds
   std::map<int, Fields> lines = parse(job.out);
-  EXPECT_EQ(lines.size(), static_cast<std::size_t>(s.ranks - 1)) << all;
+  const std::set<int> aborted = aborted_inside_ucx(job.err);
+  if (!aborted.empty()) {
+    // Only across nodes over ucx, and never every survivor: the others still report.
+    EXPECT_TRUE(s.nodes > 1 && net_under_test() == "ucx") << all;
+    EXPECT_LT(aborted.size(), static_cast<std::size_t>(s.ranks - 1)) << all;
+    std::printf(
+        "note: survivor(s) aborted inside UCX (its internal reply to the killed rank "
+        "failed; UCX 1.13 treats that as fatal): %zu of %d\n",
+        aborted.size(), s.ranks - 1);
+  }
+  EXPECT_EQ(lines.size(), static_cast<std::size_t>(s.ranks - 1) - aborted.size()) << all;
+  for (int rank : aborted) EXPECT_EQ(lines.count(rank), 0u) << all;
   // The liveness watcher says "rank V (pid ..., host ...)"; a proxy connection that dropped with
   // the victim (across nodes, whichever notices first) "the connection from rank V ended".
   const std::string named = "rank " + std::to_string(s.victim) + " (";
@@ -128,6 +159,19 @@ void run_kill(Scenario s, const std::vector<std::string>& extra_env = {}) {
       EXPECT_EQ(f["failed_rank"], std::to_string(s.victim)) << all;
     }
   }
+}
+
+// The abort UCX prints (CI, 2026-12-02) is recognised for its rank only; gnio's own warnings
+// about the same endpoint error are not.
+TEST(UcxAbort, IsRecognisedOnlyFromUcxFatalLine) {
+  const std::string err =
+      "[2] vm:13361:13375 [2] gnio WARN proxy: rank 2: ucx transport: the connection from rank 1 "
+      "ended (UCX endpoint error: Endpoint timeout); that rank failed or its link is down\n"
+      "[2] [vm:13361:0:13375] ucp_request.inl:346  Fatal: unexpected error: Endpoint timeout\n"
+      "[3] vm:13362:13377 [3] gnio WARN proxy: rank 3: ucx transport: the connection from rank 1 "
+      "ended (UCX endpoint error: Endpoint timeout)\n";
+  EXPECT_EQ(aborted_inside_ucx(err), std::set<int>{2});
+  EXPECT_TRUE(aborted_inside_ucx("[3] gnio WARN Fatal: unexpected error\n").empty());
 }
 
 TEST(PeerFailure, KillDuringDeviceWaitSignal) {
