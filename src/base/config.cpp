@@ -94,7 +94,9 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_PROXY_CHUNK", ConfigType::Size, "1M",
      "staged data moves in chunks of this size: the sending proxy thread has two bounce buffers of "
      "it (the copy of one chunk out of GPU memory overlaps the socket transfer of the other), the "
-     "receiving thread a ring of four (the GPU empties one while the socket fills the next)"},
+     "receiving thread a ring of four (the GPU empties one while the socket fills the next); the "
+     "ucx "
+     "backend's staged puts and gets keep up to four chunks in flight"},
     {"GNIO_PROXY_SPIN_US", ConfigType::Int, "-1",
      "how long (microseconds) a proxy thread keeps polling after its last work before it sleeps: "
      "the latency of the first operation after a pause against a busy CPU core; -1 = 10000 on "

@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -66,6 +67,7 @@ class UcxProxy final : public Proxy {
     std::uint64_t token = 0;
     std::uint64_t ticket = 0;
     std::uint64_t old = 0;
+    std::uint64_t offset = 0;  ///< the request's: which chunk of a staged put or get it answers
     std::int32_t from = -1;
     std::uint32_t pad = 0;
   };
@@ -105,17 +107,32 @@ class UcxProxy final : public Proxy {
     bool word_sent = false;
     WordRequest word;
     /// Staged (staged_): a put or get of `staged_bytes` at heap offset `staged_offset` of the
-    /// peer, carried by one request message per chunk, each sent once the previous one was
-    /// answered; `staged_at`: bytes carried so far. Put: `staged_src` is read chunk by chunk;
-    /// its signal rides with the last chunk. Get: the answers' data goes to `staged_dst`.
+    /// peer, carried by one request message per chunk, up to kStagedWindow of them unanswered
+    /// (`window_`); `staged_sent`: bytes asked for so far. Put: `staged_src` is read chunk by
+    /// chunk; its signal rides with the last chunk, sent once every other one was answered (so
+    /// the target has all the data in place first, whatever order the messages arrive in). Get:
+    /// each answer's data goes to its place in `staged_dst`.
     const char* staged_src = nullptr;
     char* staged_dst = nullptr;
-    std::uint64_t staged_offset = 0, staged_bytes = 0, staged_at = 0;
+    std::uint64_t staged_offset = 0, staged_bytes = 0, staged_sent = 0;
     bool staged_signal = false;
-    /// Host memory a put sends from: its source copied out of memory UCX cannot read
-    /// (staged_), and the chunk a staged put's message carries.
+    bool staged_begun = false;  ///< its first message went (a 0-byte put_signal has just one)
+    /// Host memory a put into a landing region sends from: its source copied out of memory UCX
+    /// cannot read (staged_).
     std::vector<char> copy;
   };
+  /// One message of the open staged put or get: the request (UCX reads it and `data`, a put's
+  /// chunk, until the send completes) and whether its send and its answer are still to come.
+  struct StagedChunk {
+    UcxProxy* proxy = nullptr;
+    WordRequest request;
+    std::vector<char> data;
+    bool sending = false;
+    bool awaiting = false;
+  };
+  /// Staged chunks in flight per put or get: a few chunks hide the round trip each costs (the
+  /// target's receive ring holds four).
+  static constexpr std::size_t kStagedWindow = 4;
   /// An answer this rank is sending (UCX reads `message` and `data` until the send completes).
   struct SentReply {
     UcxProxy* proxy = nullptr;
@@ -150,8 +167,12 @@ class UcxProxy final : public Proxy {
   /// Makes the put or get `d` into the peer's heap a series of request messages (staged_):
   /// `src` is the put's source.
   bool stage(Ticket& t, const ProxyDesc& d, const char* src);
-  /// Sends t's request message (a staged put's or get's next chunk).
+  /// Sends t's word message (a signal or atomic by message).
   bool send_word(Ticket& t);
+  /// Sends the next chunks of the staged put or get `t` as far as the window allows, and ends
+  /// `t` when every chunk was answered (its data in place). True when it did something.
+  bool advance_staged(Ticket& t);
+  static void on_chunk_sent(void* request, ucs_status_t status, void* user_data);
   /// Serves one request a peer sent (false: refused, the transport failed).
   bool serve(const Received<WordRequest>& m);
   /// Takes one answer to this rank's open request (false: refused, the transport failed).
@@ -226,6 +247,8 @@ class UcxProxy final : public Proxy {
   bool staged_ = false;
   std::unique_ptr<Staging> out_;
   std::size_t chunk_ = 0;
+  // The chunks of the one open staged ticket (word_ticket_): no other is taken until it ends.
+  std::array<StagedChunk, kStagedWindow> window_;
   // Fault injection (GNIO_NET_BAD_REPLY): answers name a ticket the asker never used.
   std::uint64_t bad_reply_ = 0;
   // Word messages and answers received (by whichever thread progressed the worker), not yet
@@ -637,36 +660,84 @@ bool UcxProxy::stage(Ticket& t, const ProxyDesc& d, const char* src) {
 
 bool UcxProxy::send_word(Ticket& t) {
   ucp_request_param_t param = request(t, &UcxProxy::on_done);
-  WordRequest& q = t.word;
-  const void* payload = nullptr;
-  std::size_t payload_bytes = 0;
-  if (q.ask != static_cast<std::uint32_t>(Ask::Word)) {
-    const std::uint64_t n = std::min<std::uint64_t>(chunk_, t.staged_bytes - t.staged_at);
-    q.offset = t.staged_offset + t.staged_at;
-    q.bytes = n;
-    if (q.ask == static_cast<std::uint32_t>(Ask::Put)) {
-      const bool last = t.staged_at + n == t.staged_bytes;
-      q.signal = last && t.staged_signal ? 1 : 0;
-      if (n > 0) {
-        t.copy.resize(static_cast<std::size_t>(n));
-        out_->read(t.copy.data(), t.staged_src + t.staged_at, static_cast<std::size_t>(n));
-        payload = t.copy.data();
-        payload_bytes = static_cast<std::size_t>(n);
-        // Eager: the target's handler gets the data with the message (no rendezvous to drive).
-        param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags = UCP_AM_SEND_FLAG_EAGER;
-      }
-      t.staged_at += n;  // a get's moves once its answer brought the data
-      if (last) t.source_pending = 0;
-    }
-  }
   t.word_sent = true;
   ++t.pending;  // the answer
   ++words_sent_;
   bootstrap::release_network_order_for_tsan();
-  return started(ucp_am_send_nbx(mesh_.ep(t.peer), kWordRequestMessage, &q, sizeof q, payload,
-                                 payload_bytes, &param),
+  return started(ucp_am_send_nbx(mesh_.ep(t.peer), kWordRequestMessage, &t.word, sizeof t.word,
+                                 nullptr, 0, &param),
                  t, false, "a request message");
+}
+
+bool UcxProxy::advance_staged(Ticket& t) {
+  const bool put = t.word.ask == static_cast<std::uint32_t>(Ask::Put);
+  bool did = false;
+  while (t.staged_sent < t.staged_bytes || !t.staged_begun) {
+    auto free = std::find_if(window_.begin(), window_.end(),
+                             [](const StagedChunk& c) { return !c.sending && !c.awaiting; });
+    if (free == window_.end()) return did;
+    const std::uint64_t n = std::min<std::uint64_t>(chunk_, t.staged_bytes - t.staged_sent);
+    const bool last = t.staged_sent + n == t.staged_bytes;
+    const bool with_signal = put && last && t.staged_signal;
+    if (with_signal && std::any_of(window_.begin(), window_.end(),
+                                   [](const StagedChunk& c) { return c.awaiting; }))
+      return did;  // the signal goes once every other chunk's data is in place
+    StagedChunk& c = *free;
+    c.proxy = this;
+    c.request = t.word;
+    c.request.offset = t.staged_offset + t.staged_sent;
+    c.request.bytes = n;
+    c.request.signal = with_signal ? 1 : 0;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = &UcxProxy::on_chunk_sent;
+    param.user_data = &c;
+    const void* payload = nullptr;
+    if (put && n > 0) {
+      c.data.resize(static_cast<std::size_t>(n));
+      out_->read(c.data.data(), t.staged_src + t.staged_sent, c.data.size());
+      payload = c.data.data();
+      // Eager: the target's handler gets the data with the message (no rendezvous to drive).
+      param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_AM_SEND_FLAG_EAGER;
+    }
+    t.staged_sent += n;
+    t.staged_begun = true;
+    if (put && last) t.source_pending = 0;
+    c.awaiting = true;
+    c.sending = true;
+    ++words_sent_;
+    did = true;
+    bootstrap::release_network_order_for_tsan();
+    const ucs_status_ptr_t r =
+        ucp_am_send_nbx(mesh_.ep(t.peer), kWordRequestMessage, &c.request, sizeof c.request,
+                        payload, payload ? c.data.size() : 0, &param);
+    if (r == nullptr) {
+      c.sending = false;
+    } else if (UCS_PTR_IS_ERR(r)) {
+      c.sending = false;
+      fail_transport(format("rank %d: ucx transport: a request message to rank %d failed: %s",
+                            rank_, t.peer, net::ucx_status(UCS_PTR_STATUS(r)).c_str()),
+                     t.peer);
+      return did;
+    }
+  }
+  if (std::any_of(window_.begin(), window_.end(),
+                  [](const StagedChunk& c) { return c.sending || c.awaiting; }))
+    return did;
+  // Every chunk answered: its data is in place (a put's at the peer, a get's here).
+  t.word_message = false;
+  word_ticket_ = nullptr;
+  return true;
+}
+
+void UcxProxy::on_chunk_sent(void* request, ucs_status_t status, void* user_data) {
+  auto* c = static_cast<StagedChunk*>(user_data);
+  c->sending = false;
+  if (status != UCS_OK && !c->proxy->stop_.load(std::memory_order_acquire))
+    c->proxy->fail_transport(format("rank %d: ucx transport: a request message failed: %s",
+                                    c->proxy->rank_, net::ucx_status(status).c_str()));
+  ucp_request_free(request);
 }
 
 template <class Message>
@@ -851,8 +922,8 @@ bool UcxProxy::serve(const Received<WordRequest>& m) {
     }
   }
   ++words_applied_;
-  replies_out_.push_back(
-      SentReply{this, WordReply{token_, q.ticket ^ bad_reply_, old, rank_, 0}, false, {}});
+  replies_out_.push_back(SentReply{
+      this, WordReply{token_, q.ticket ^ bad_reply_, old, q.offset, rank_, 0}, false, {}});
   SentReply& sent = replies_out_.back();
   sent.data = std::move(data);
   ucp_request_param_t param{};
@@ -883,8 +954,17 @@ bool UcxProxy::take_answer(const Received<WordReply>& m) {
   const WordReply& r = m.header;
   Ticket* t = word_ticket_;
   const bool get = t && t->word.ask == static_cast<std::uint32_t>(Ask::Get);
-  if (r.token != token_ || !t || !t->word_sent || r.ticket != t->number || r.from != t->peer ||
-      m.data.size() != (get ? t->word.bytes : 0)) {
+  const bool staged = t && t->word.ask != static_cast<std::uint32_t>(Ask::Word);
+  // A staged ticket's answer names one of its unanswered chunks, and a get's brings its bytes.
+  StagedChunk* chunk = nullptr;
+  if (staged)
+    for (StagedChunk& c : window_)
+      if (c.awaiting && c.request.offset == r.offset) chunk = &c;
+  const bool expected =
+      t && r.token == token_ && r.ticket == t->number && r.from == t->peer &&
+      (staged ? chunk != nullptr && m.data.size() == (get ? chunk->request.bytes : 0)
+              : t->word_sent && m.data.empty());
+  if (!expected) {
     fail_transport(
         format("rank %d: ucx transport: rank %d sent an answer naming ticket %llu "
                "(%zu bytes of data), which answers no open %s of this rank; nothing "
@@ -896,26 +976,25 @@ bool UcxProxy::take_answer(const Received<WordReply>& m) {
         r.from >= 0 && r.from < size_ ? r.from : -1);
     return false;
   }
-  if (get) {
-    // The ticket is done (and its device reads the data) only once the data is in place.
-    std::uint64_t mark = 0;
-    const Deadline deadline = Deadline::after(timeout_s_);
-    if (!words_->receive(m.data.data(), t->staged_dst + t->staged_at, m.data.size(), nullptr,
-                         deadline, &mark) ||
-        !words_->settle(deadline)) {
-      fail_transport(
-          format("rank %d: ucx transport: the data of a get from rank %d did not land "
-                 "within %.0f s (the GPU did not run the proxy's copies)",
-                 rank_, t->peer, timeout_s_));
-      return false;
+  if (staged) {
+    if (get) {
+      // The ticket is done (and its device reads the data) only once the data is in place.
+      std::uint64_t mark = 0;
+      const Deadline deadline = Deadline::after(timeout_s_);
+      if (!words_->receive(m.data.data(), t->staged_dst + (r.offset - t->staged_offset),
+                           m.data.size(), nullptr, deadline, &mark) ||
+          !words_->settle(deadline)) {
+        fail_transport(
+            format("rank %d: ucx transport: the data of a get from rank %d did not land "
+                   "within %.0f s (the GPU did not run the proxy's copies)",
+                   rank_, t->peer, timeout_s_));
+        return false;
+      }
     }
-    t->staged_at += m.data.size();
-  }
-  --t->pending;
-  if (t->word.ask != static_cast<std::uint32_t>(Ask::Word) && t->staged_at < t->staged_bytes) {
-    t->word_sent = false;  // the next chunk goes once the send of this one completed too
+    chunk->awaiting = false;  // advance_staged sends the next chunks, or ends the ticket
     return true;
   }
+  --t->pending;
   t->reply = r.old;
   t->word_message = false;
   word_ticket_ = nullptr;
@@ -1008,12 +1087,15 @@ void UcxProxy::progress_loop() {
     while (ucp_worker_progress(worker) != 0) busy = true;
     if (!told_peers_ && received_.load(std::memory_order_acquire)) (void)serve_word_messages();
     if (failed() && !told_peers_) tell_peers_ended();
-    if (!failed() && word_ticket_ && !word_ticket_->word_sent &&
-        &tickets_.front() == word_ticket_ && word_ticket_->pending == 0 &&
-        (!word_ticket_->remote || flushed_ > word_ticket_->number)) {
+    if (!failed() && word_ticket_ && &tickets_.front() == word_ticket_ &&
+        word_ticket_->pending == 0 && (!word_ticket_->remote || flushed_ > word_ticket_->number)) {
       // Everything before it is done and its own put in place: the peer applies it after them.
-      (void)send_word(*word_ticket_);
-      busy = true;
+      if (word_ticket_->word.ask != static_cast<std::uint32_t>(Ask::Word)) {
+        busy |= advance_staged(*word_ticket_);
+      } else if (!word_ticket_->word_sent) {
+        (void)send_word(*word_ticket_);
+        busy = true;
+      }
     }
     if (!failed()) {
       for (std::size_t i = 0; i < fetching.size();) {
