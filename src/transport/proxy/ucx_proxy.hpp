@@ -14,11 +14,13 @@
 // proxies copy through host memory (the target lands a put, then its signal, before it answers),
 // and nothing later is taken until the answer came, which keeps the order without fences.
 //
-// Built when UCX is found (-DGNIO_UCX=AUTO|ON); otherwise make_ucx_proxy() throws Unsupported.
+// Built when UCX is found (-DGNIO_UCX=AUTO|ON); otherwise make_ucx_proxy() throws Unsupported
+// and ucx_summary() says so.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "transport/proxy/proxy.hpp"
@@ -33,5 +35,10 @@ std::unique_ptr<Proxy> make_ucx_proxy(platform::Backend& backend, Bootstrap& boo
                                       std::uint64_t heap_bytes, DeviceControl* control,
                                       StreamRef stream, double timeout_s,
                                       std::function<void(int)> on_link_lost);
+
+/// What GNIO_NET=ucx would use on this machine, for gnio-info: the UCX version and how heap data
+/// in GPU memory would move (registered directly, or staged through host memory), or why UCX is
+/// not usable ("not in this build ...", a context that cannot be made).
+std::string ucx_summary();
 
 }  // namespace gnio::proxy

@@ -1,4 +1,5 @@
-// make_ucx_proxy() of a build without UCX (GNIO_UCX=OFF, or AUTO without libucx-dev).
+// make_ucx_proxy() and ucx_summary() of a build without UCX (GNIO_UCX=OFF, or AUTO without
+// libucx-dev).
 #ifndef GNIO_HAVE_UCX
 
 #include "base/fail.hpp"
@@ -13,6 +14,11 @@ std::unique_ptr<Proxy> make_ucx_proxy(platform::Backend&, Bootstrap& bootstrap,
        "rank %d: GNIO_NET=ucx, but this gnio was built without UCX (install libucx-dev and "
        "configure with -DGNIO_UCX=ON, or point UCX_ROOT at a UCX installation); use GNIO_NET=tcp",
        bootstrap.rank());
+}
+
+std::string ucx_summary() {
+  return "not in this build (install libucx-dev and configure with -DGNIO_UCX=ON, or point "
+         "UCX_ROOT at a UCX installation)";
 }
 
 }  // namespace gnio::proxy

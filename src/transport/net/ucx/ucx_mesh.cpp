@@ -77,34 +77,58 @@ UcxMesh::UcxMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, ErrorHandl
             peers_.size());
 }
 
-void UcxMesh::start(ucp_address_t** address, std::size_t* address_bytes) {
+namespace {
+
+/// A UCX context with what this backend asks of UCX (UCX_* variables honoured); "" or what failed.
+std::string init_context(ucp_context_h* context) {
+  *context = nullptr;
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
-  if (st != UCS_OK)
-    fail(ErrorClass::SystemError, "rank %d: ucx transport: reading UCX's configuration failed: %s",
-         rank_, ucx_status(st).c_str());
+  if (st != UCS_OK) return "reading UCX's configuration failed: " + ucx_status(st);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features =
       UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 1;
-  st = ucp_init(&params, config, &context_);
+  st = ucp_init(&params, config, context);
   ucp_config_release(config);
-  if (st != UCS_OK) {
-    context_ = nullptr;
-    fail(ErrorClass::SystemError,
-         "rank %d: ucx transport: ucp_init failed: %s (check UCX_TLS / UCX_NET_DEVICES)", rank_,
-         ucx_status(st).c_str());
-  }
+  if (st == UCS_OK) return "";
+  *context = nullptr;
+  return "ucp_init failed: " + ucx_status(st) + " (check UCX_TLS / UCX_NET_DEVICES)";
+}
+
+/// Whether `context` can register and move GPU (CUDA) memory.
+bool reaches_cuda(ucp_context_h context) {
   ucp_context_attr_t attr{};
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-  if (ucp_context_query(context_, &attr) == UCS_OK)
-    cuda_ = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  return ucp_context_query(context, &attr) == UCS_OK &&
+         (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+}
+
+}  // namespace
+
+UcxLibrary UcxMesh::probe() {
+  UcxLibrary library;
+  library.version = ucp_get_version_string();
+  ucp_context_h context = nullptr;
+  library.error = init_context(&context);
+  if (context) {
+    library.reaches_cuda_memory = reaches_cuda(context);
+    ucp_cleanup(context);
+  }
+  return library;
+}
+
+void UcxMesh::start(ucp_address_t** address, std::size_t* address_bytes) {
+  const std::string failed = init_context(&context_);
+  if (!failed.empty())
+    fail(ErrorClass::SystemError, "rank %d: ucx transport: %s", rank_, failed.c_str());
+  cuda_ = reaches_cuda(context_);
 
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_MULTI;
-  st = ucp_worker_create(context_, &wp, &worker_);
+  ucs_status_t st = ucp_worker_create(context_, &wp, &worker_);
   if (st != UCS_OK) {
     worker_ = nullptr;
     fail(ErrorClass::SystemError, "rank %d: ucx transport: ucp_worker_create failed: %s", rank_,

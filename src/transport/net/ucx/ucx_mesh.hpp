@@ -21,9 +21,19 @@
 
 namespace gnio::net {
 
+/// What the UCX library this process loaded offers this backend.
+struct UcxLibrary {
+  std::string version;               ///< ucp_get_version_string()
+  bool reaches_cuda_memory = false;  ///< built with CUDA support: GPU heaps registered directly
+  std::string error;                 ///< why a context could not be made ("" when it could)
+};
+
 /// Connected UCX endpoints to every remote peer and the memory exposed to them.
 class UcxMesh {
  public:
+  /// Makes (and frees) a context as a communicator would, to say what UCX offers here.
+  static UcxLibrary probe();
+
   /// Called (from whichever thread progresses the worker) when the endpoint to `peer` failed.
   using ErrorHandler = std::function<void(int peer, const std::string& why)>;
   /// Collective over every rank of `bootstrap`: creates the context and worker (thread mode

@@ -1161,6 +1161,18 @@ void UcxProxy::progress_loop() {
 
 }  // namespace
 
+std::string ucx_summary() {
+  const net::UcxLibrary library = net::UcxMesh::probe();
+  if (!library.error.empty())
+    return format("UCX %s, unusable here: %s", library.version.c_str(), library.error.c_str());
+  return format("UCX %s; heaps in GPU memory %s", library.version.c_str(),
+                staging_forced() ? "staged through host memory (GNIO_PROXY_STAGING=always)"
+                : library.reaches_cuda_memory
+                    ? "registered with UCX directly (UCX has CUDA support)"
+                    : "staged through host memory as messages (this UCX "
+                      "has no CUDA support)");
+}
+
 std::unique_ptr<Proxy> make_ucx_proxy(platform::Backend& backend, Bootstrap& bootstrap,
                                       const std::vector<int>& node_of_rank, char* heap_base,
                                       std::uint64_t heap_bytes, DeviceControl* control,
