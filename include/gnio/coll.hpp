@@ -95,16 +95,19 @@ void coll_set_algorithm(Comm& comm, const std::string& spec);
 
 /// The algorithm a collective of `count` elements of `type` runs with now (after GNIO_ALGO /
 /// coll_set_algorithm and Auto's size rules) when it runs over the whole communicator at once;
-/// for tests and benchmarks. See coll_hierarchical for an allreduce split into parts.
+/// for tests and benchmarks. See coll_hierarchical for a call split into parts.
 CollAlgo coll_algorithm(Comm& comm, CollKind kind, std::size_t count, DataType type);
 
-/// True when a collective of `count` elements of `type` runs hierarchically now: an allreduce on
-/// a job of at least 2 nodes with the same number (at least 2) of ranks each, under
-/// GNIO_COLL_HIER (auto: from GNIO_COLL_HIER_MIN bytes, unless allreduce's algorithm is forced).
-/// It then runs as a reduce_scatter inside each node, an allreduce of each rank's block with the
-/// ranks of its index on the other nodes, and an allgather inside each node, each part with the
-/// algorithm its own size and team choose; the count % ranks-per-node elements left over run as
-/// one allreduce over every rank. Results are the same bits on every rank.
+/// True when a collective of `count` elements of `type` runs hierarchically now: an allreduce or
+/// an allgather on a job of at least 2 nodes with the same number (at least 2) of ranks each (an
+/// allgather also needs each node's ranks consecutive), under GNIO_COLL_HIER
+/// (auto: from GNIO_COLL_HIER_MIN bytes — allreduce's buffer, allgather's output — unless the
+/// collective's algorithm is forced). An allreduce then runs as a reduce_scatter inside each node,
+/// an allreduce of each rank's block with the ranks of its index on the other nodes, and an
+/// allgather inside each node, each part with the algorithm its own size and team choose; the
+/// count % ranks-per-node elements left over run as one allreduce over every rank. An allgather
+/// runs with the ranks of its index on the other nodes, then inside each node, once per node.
+/// Results are the same bits on every rank.
 bool coll_hierarchical(Comm& comm, CollKind kind, std::size_t count, DataType type);
 
 }  // namespace gnio

@@ -168,13 +168,16 @@ constexpr ConfigVar kVars[] = {
      "auto on a team that spans nodes: oneshot (every input sent to every member through the "
      "pipes, one network hop) up to this, ring above"},
     {"GNIO_COLL_HIER", ConfigType::Enum, "auto",
-     "host allreduce over several nodes of equal rank counts (at least 2 each) {auto, on, off}: "
-     "hierarchical = reduce_scatter inside each node over peer memory, allreduce of each rank's "
-     "block with its counterparts on the other nodes (1/ranks-per-node of the bytes cross the "
-     "network), allgather inside each node; auto = from GNIO_COLL_HIER_MIN bytes up, unless "
-     "allreduce's algorithm is forced (GNIO_ALGO); on = every such allreduce; off = never"},
+     "host allreduce and allgather over several nodes of equal rank counts (at least 2 each) "
+     "{auto, on, off}: hierarchical allreduce = reduce_scatter inside each node over peer memory, "
+     "allreduce of each rank's block with its counterparts on the other nodes (1/ranks-per-node "
+     "of the bytes cross the network), allgather inside each node; hierarchical allgather (each "
+     "node's ranks consecutive) = allgather with the counterparts on the other "
+     "nodes, then inside each node; auto = from GNIO_COLL_HIER_MIN bytes up, unless the "
+     "collective's algorithm is forced (GNIO_ALGO); on = every such call; off = never"},
     {"GNIO_COLL_HIER_MIN", ConfigType::Size, "256K",
-     "GNIO_COLL_HIER=auto: smallest allreduce (bytes per rank) that runs hierarchically"},
+     "GNIO_COLL_HIER=auto: smallest allreduce (bytes per rank) or allgather (bytes of its output) "
+     "that runs hierarchically"},
     {"GNIO_COLL_BLOCKS", ConfigType::Int, "0",
      "blocks per collective kernel (1..256, ring at most 16); 0 = by algorithm and size (ll at "
      "most 64, oneshot/twoshot at most 128)"},

@@ -198,13 +198,40 @@ Geometry geometry(const CollConfig& c, std::size_t slots) {
   return g;
 }
 
-/// The teams of the hierarchical allreduce (see run_hierarchical): this rank's node and its
+/// The teams of the hierarchical collectives (see run_hierarchical_*): this rank's node and its
 /// counterparts, the ranks with its index on every node, in node order.
 struct Hierarchy {
   bool usable = false;  ///< at least 2 nodes, each with the same number (>= 2) of ranks
   Team node;
   Team across;
 };
+
+/// Where the ranks lie in rank order, when it is regular: rank i of node m (in node order) is
+/// rank `first + m * node_step + i`: each node's ranks consecutive, nodes `node_step` ranks apart
+/// (gnio-run --nodes, and launchers that fill nodes in turn). The hierarchical allgather needs it:
+/// its parts write their blocks straight into place, the parts between the nodes as blocks
+/// `node_step` apart (through the pipes, where no peer touches this rank's buffers), the parts
+/// inside a node as a consecutive run of the output, laid out as any allgather's. (Ranks dealt
+/// round-robin over the nodes would make the node parts strided, and the direct algorithms'
+/// pushes assume every member lays its output out alike, which staging breaks: they stay flat.)
+struct RankGrid {
+  bool regular = false;
+  std::size_t first = 0, node_step = 0;
+};
+
+RankGrid rank_grid(const std::vector<std::vector<int>>& by_node) {
+  RankGrid g;
+  if (by_node.size() < 2 || by_node.front().size() < 2) return g;
+  const int first = by_node[0][0], node_step = by_node[1][0] - first;
+  if (node_step <= 0) return g;
+  for (std::size_t m = 0; m < by_node.size(); ++m)
+    for (std::size_t i = 0; i < by_node[m].size(); ++i)
+      if (by_node[m][i] != first + static_cast<int>(m) * node_step + static_cast<int>(i)) return g;
+  g.regular = true;
+  g.first = static_cast<std::size_t>(first);
+  g.node_step = static_cast<std::size_t>(node_step);
+  return g;
+}
 
 /// The world ranks of every node, ascending, when the job has a hierarchy (at least 2 nodes, each
 /// with the same number, at least 2, of ranks); empty otherwise.
@@ -255,13 +282,17 @@ class CollState {
       : cfg(read_config()),
         check(config_bool("GNIO_CHECK")),
         hier_ranks_per_node(hierarchy_shape(impl).empty() ? 0 : impl.node_ranks.size()),
+        grid(rank_grid(hierarchy_shape(impl))),
+        ranks(impl.node_of_rank.size()),
         algos(parse_algorithms(config_text("GNIO_ALGO"), "GNIO_ALGO")) {}
 
   const CollConfig cfg;
   const bool check;  // GNIO_CHECK: compare every call's arguments across ranks first
   // Ranks per node where the job's shape allows the hierarchical allreduce; 0 elsewhere.
   const std::size_t hier_ranks_per_node;
-  std::mutex mu;  // guards algos and channels
+  const RankGrid grid;
+  const std::size_t ranks;  // in the world
+  std::mutex mu;            // guards algos and channels
   AlgoTable algos;
   std::vector<Channel> channels;
   Hierarchy hier;  // made with the first channel; unchanged after
@@ -405,6 +436,9 @@ struct Request {
   char* recv = nullptr;
   std::size_t count = 0;  ///< NCCL's count (per rank where NCCL says so); A2AV: unused
   int root = 0;
+  /// Bytes between the blocks of a gathered output (0: count's bytes, NCCL's layout); set only by
+  /// the hierarchical allgather's parts between the nodes, whose blocks lie strided in the user's.
+  std::size_t out_stride = 0;
   std::span<const std::size_t> a2av[4];
 };
 
@@ -680,7 +714,7 @@ CollArgs full_args(const Comm& comm, const Request& r) {
   a.root = r.root;
   a.elem_size = static_cast<std::uint32_t>(es);
   if (gathered_in(r.kind)) a.in_stride = a.bytes;
-  if (gathered_out(r.kind)) a.out_stride = a.bytes;
+  if (gathered_out(r.kind)) a.out_stride = r.out_stride ? r.out_stride : a.bytes;
   (void)comm;
   return a;
 }
@@ -893,19 +927,28 @@ void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team,
   }
 }
 
-/// Does allreduce call `r` run hierarchically (GNIO_COLL_HIER, GNIO_COLL_HIER_MIN)? The same
-/// answer on every rank: it depends on the job's shape, the call and the settings only.
+/// Does call `r` run hierarchically (GNIO_COLL_HIER, GNIO_COLL_HIER_MIN)? The same answer on
+/// every rank: it depends on the job's shape, the call and the settings only. Allreduce (of at
+/// least one element per rank of a node) and allgather (on a regular rank grid) do; its size is
+/// allreduce's buffer and allgather's output.
 bool hierarchical(CollState& st, const Request& r) {
-  if (r.kind != CollKind::AllReduce || st.cfg.hier == CollConfig::Hier::Off ||
-      st.hier_ranks_per_node == 0 || r.count < st.hier_ranks_per_node)
+  if (st.cfg.hier == CollConfig::Hier::Off || st.hier_ranks_per_node == 0) return false;
+  std::size_t bytes = r.count * size_of(r.type);
+  if (r.kind == CollKind::AllReduce) {
+    if (r.count < st.hier_ranks_per_node) return false;
+  } else if (r.kind == CollKind::AllGather) {
+    if (!st.grid.regular || r.count == 0) return false;
+    bytes *= st.ranks;
+  } else {
     return false;
+  }
   if (st.cfg.hier == CollConfig::Hier::On) return true;
   CollAlgo forced;
   {
     std::lock_guard<std::mutex> lock(st.mu);
-    forced = st.algos.forced[static_cast<int>(CollKind::AllReduce)];
+    forced = st.algos.forced[static_cast<int>(r.kind)];
   }
-  return forced == CollAlgo::Auto && r.count * size_of(r.type) >= st.cfg.hier_min;
+  return forced == CollAlgo::Auto && bytes >= st.cfg.hier_min;
 }
 
 /// Allreduce over nodes of L ranks each, with 1/L of the bytes crossing the network: the first
@@ -918,8 +961,8 @@ bool hierarchical(CollState& st, const Request& r) {
 /// need no synchronisation beyond their own. Every rank ends with the same bits: each block is
 /// reduced once (on one node), combined across nodes by an algorithm whose result is the same on
 /// every member, and copied.
-void run_hierarchical(Comm& comm, CollState& st, const CollChannel& ch, const Request& r,
-                      StreamRef stream) {
+void run_hierarchical_allreduce(Comm& comm, CollState& st, const CollChannel& ch, const Request& r,
+                                StreamRef stream) {
   const Hierarchy& h = st.hier;
   GNIO_ASSERT(h.usable);
   const std::size_t es = size_of(r.type), per_node = static_cast<std::size_t>(h.node.size);
@@ -952,6 +995,38 @@ void run_hierarchical(Comm& comm, CollState& st, const CollChannel& ch, const Re
   }
 }
 
+/// Allgather over N nodes of L ranks each (on a regular rank grid), with each block crossing the
+/// network once per other node: the ranks of index i on every node allgather their blocks (L
+/// allgathers between the nodes at once, through the proxies), each block landing in its place
+/// in the output (blocks of the grid's node step apart); then each node allgathers, once per
+/// node m, the blocks of node m's ranks its members now hold (a consecutive run of the output,
+/// over peer memory). Every part is an ordinary call of its team on the same channel, in place in
+/// the output, as run_hierarchical_allreduce's are. A flat ring sends (NL - 1) blocks per rank over
+/// the links its ring crosses, this (N - 1) over L pairs of proxies at once.
+void run_hierarchical_allgather(Comm& comm, CollState& st, const CollChannel& ch, const Request& r,
+                                StreamRef stream) {
+  const Hierarchy& h = st.hier;
+  const RankGrid& g = st.grid;
+  GNIO_ASSERT(h.usable && g.regular);
+  const std::size_t block = r.count * size_of(r.type);
+  const auto at = [&](std::size_t node, std::size_t index) {
+    return r.recv + (g.first + node * g.node_step + index) * block;
+  };
+  const std::size_t me_index = static_cast<std::size_t>(h.node.index);
+  GNIO_TRACE(Coll, "allgather of %zu x %s hierarchical: %d nodes of %d ranks", r.count,
+             to_string(r.type), h.across.size, h.node.size);
+  Request part = r;
+  part.out_stride = g.node_step * block;
+  part.recv = at(0, me_index);
+  enqueue(comm, st, ch, h.across, part, stream);
+  for (std::size_t m = 0; m < static_cast<std::size_t>(h.across.size); ++m) {
+    part = r;
+    part.send = at(m, me_index);  // in place: what the first part brought, or this rank's own
+    part.recv = at(m, 0);
+    enqueue(comm, st, ch, h.node, part, stream);
+  }
+}
+
 void run(Comm& comm, const Request& r, StreamRef stream) {
   CommImpl& impl = *comm.impl();
   CollState& st = state(impl);
@@ -963,10 +1038,12 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
   }
   if (r.kind != CollKind::AllToAllV && r.count == 0) return;
   const CollChannel ch = channel_for(impl, st, stream);
-  if (hierarchical(st, r))
-    run_hierarchical(comm, st, ch, r, stream);
-  else
+  if (!hierarchical(st, r))
     enqueue(comm, st, ch, impl.world, r, stream);
+  else if (r.kind == CollKind::AllReduce)
+    run_hierarchical_allreduce(comm, st, ch, r, stream);
+  else
+    run_hierarchical_allgather(comm, st, ch, r, stream);
 }
 
 }  // namespace

@@ -436,6 +436,51 @@ TEST(Coll, AllReduceAroundNodeSize) {
   EXPECT_EQ(wrong, 0u) << wrong << " wrong elements in " << cases << " allreduce cases";
 }
 
+// Allgather on a job of equal nodes with consecutive ranks: with GNIO_COLL_HIER=on
+// (coll_test_4_2nodes_hier) every count runs hierarchically (between the nodes, then inside each,
+// blocks written into place), in and out of place, heap and private buffers; on any other job
+// (ranks dealt round-robin over the nodes too) it runs flat. The
+// collectives without a hierarchical form never claim one.
+TEST(Coll, AllGatherAcrossEqualNodes) {
+  gnio::Comm& cm = comm();
+  const std::size_t per_node = static_cast<std::size_t>(cm.local_size());
+  // Each node's ranks consecutive, on every rank (a launcher may deal them round-robin instead).
+  std::int32_t mine = cm.rank() == cm.node() * cm.local_size() + cm.local_rank() ? 1 : 0, all = 0;
+  auto* flag = static_cast<std::int32_t*>(cm.alloc_device(sizeof mine));
+  gnio_test::to_device(flag, &mine, sizeof mine);
+  gnio::allreduce(cm, flag, flag, 1, DataType::I32, RedOp::Min, stream());
+  gnio_test::to_host(&all, flag, sizeof all);
+  cm.free_device(flag);
+  const bool even_nodes =
+      cm.nodes() == 2 && per_node >= 2 && 2 * static_cast<int>(per_node) == cm.size() && all == 1;
+  const char* hier = std::getenv("GNIO_COLL_HIER");
+  const bool forced_on = hier && std::string(hier) == "on";
+  std::size_t wrong = 0, cases = 0;
+  for (DataType type : {DataType::U8, DataType::F16, DataType::F64})
+    for (std::size_t count :
+         {std::size_t{1}, std::size_t{3}, std::size_t{1000}, std::size_t{65537}}) {
+      const bool hierarchical = gnio::coll_hierarchical(cm, CollKind::AllGather, count, type);
+      if (!even_nodes) {
+        EXPECT_FALSE(hierarchical) << "count " << count;
+      } else if (forced_on) {
+        EXPECT_TRUE(hierarchical) << "count " << count;
+      }
+      for (CollKind flat : {CollKind::ReduceScatter, CollKind::Broadcast, CollKind::AllToAll})
+        EXPECT_FALSE(gnio::coll_hierarchical(cm, flat, count, type)) << gnio::to_string(flat);
+      for (int in_place = 0; in_place < 2; ++in_place) {
+        Case c;
+        c.kind = CollKind::AllGather;
+        c.type = type;
+        c.count = count;
+        c.in_place = in_place;
+        c.symmetric = (cases + static_cast<std::size_t>(cm.rank())) % 2 == 0;
+        wrong += run_case(c);
+        ++cases;
+      }
+    }
+  EXPECT_EQ(wrong, 0u) << wrong << " wrong elements in " << cases << " allgather cases";
+}
+
 // Alltoallv with uneven counts (zeros included) and gaps between the blocks.
 TEST(Coll, AllToAllV) {
   gnio::Comm& cm = comm();
