@@ -330,7 +330,7 @@ CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t 
   ch.id = id;
   // Control words, cleared: epoch, credit, done, head, tail, addr.
   const std::size_t n8 = slots * sizeof(std::uint64_t);
-  const std::size_t ctl_bytes = 2 * n8 + 64 + 2 * blocks * n8 + 2 * blocks * n8;
+  const std::size_t ctl_bytes = 2 * n8 + 64 + 2 * blocks * n8 + kCollAddrWords * blocks * n8;
   const SymPtr<char> ctl = impl.alloc_internal(ctl_bytes);
   ch.epoch = ctl.cast<std::uint64_t>();
   ch.credit = ctl.byte_offset<std::uint64_t>(n8);

@@ -78,6 +78,9 @@ inline constexpr unsigned kCollMaxBlocks = 256;
 inline constexpr unsigned kCollPipeBlocks = 16;
 /// An offset that is not in the symmetric heap.
 inline constexpr std::uint64_t kNotInHeap = ~std::uint64_t{0};
+/// What a member publishes to each peer at the start of a direct (OneShot/TwoShot) call: its
+/// input's and output's heap offsets, then the bytes between their blocks.
+inline constexpr std::size_t kCollAddrWords = 4;
 
 /// One channel of a communicator's collective state: symmetric buffers with the same layout on
 /// every rank ("slots" are indexed by world rank). Filled by gnio::coll_comm().
@@ -87,7 +90,7 @@ struct CollChannel {
   SymPtr<std::uint32_t> done;    ///< workers of the current call that finished (local use)
   SymPtr<std::uint64_t> head;    ///< [max_blocks][slots] progress flags written by senders
   SymPtr<std::uint64_t> tail;    ///< [max_blocks][slots] consumption flags written by receivers
-  SymPtr<std::uint64_t> addr;    ///< [max_blocks][slots][2] offsets published by peers
+  SymPtr<std::uint64_t> addr;    ///< [max_blocks][slots][kCollAddrWords] published by peers
   SymPtr<char> ll;               ///< [2][slots][ll_slot_bytes] LL packet slots
   SymPtr<char> pipe;             ///< [slots][pipe_blocks][pipe_depth][pipe_chunk] pipe slots
   /// Pipes to and from members on other nodes live in host memory of the proxies: landing region

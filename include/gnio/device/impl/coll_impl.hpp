@@ -294,16 +294,21 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
   const std::uint64_t in_off = c.heap_offset(a.in);
   const std::uint64_t out_off = c.heap_offset(a.out);
 
-  // Ready: publish where my buffers are, then wait for everyone's. The group barrier first makes
-  // the group's own writes of the input (device-side callers) visible with the release.
+  // Ready: publish where my buffers are and how their blocks lie (a staged buffer's blocks are a
+  // piece apart, a user's a whole block: members can differ), then wait for everyone's. The group
+  // barrier first makes the group's own writes of the input (device-side callers) visible with
+  // the release.
   c.g.sync();
   for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size())) {
     if (k == me) continue;
-    std::uint64_t* slot = c.cc.dc.peer_ptr(
-        ch.addr + static_cast<std::ptrdiff_t>(2 * (std::size_t{c.w} * ch.slots + c.slot(me))),
-        c.world(k));
+    std::uint64_t* slot =
+        c.cc.dc.peer_ptr(ch.addr + static_cast<std::ptrdiff_t>(
+                                       kCollAddrWords * (std::size_t{c.w} * ch.slots + c.slot(me))),
+                         c.world(k));
     dev::atomic_store(slot, in_off, dev::Order::Relaxed);
     dev::atomic_store(slot + 1, out_off, dev::Order::Relaxed);
+    dev::atomic_store(slot + 2, std::uint64_t{a.in_stride}, dev::Order::Relaxed);
+    dev::atomic_store(slot + 3, std::uint64_t{a.out_stride}, dev::Order::Relaxed);
     c.signal(c.flag(ch.head, me), progress(c.epoch(k), 1), k);
   }
   for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size()))
@@ -314,12 +319,21 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
   // is not in the heap (then the call fails on every rank that needs it instead of hanging).
   // The offsets are read once per thread; members beyond kCache are looked up on every use.
   const std::uint64_t* addr = c.cc.dc.local(ch.addr);
+  auto published = [&](int m, int word) {
+    return dev::atomic_load(
+        const_cast<std::uint64_t*>(
+            addr + kCollAddrWords * (std::size_t{c.w} * ch.slots + c.slot(m)) + word),
+        dev::Order::Relaxed);
+  };
   auto lookup = [&](int m, int which) -> char* {
     if (m == me) return which == 0 ? const_cast<char*>(a.in) : a.out;
-    const std::uint64_t off = dev::atomic_load(
-        const_cast<std::uint64_t*>(addr + 2 * (std::size_t{c.w} * ch.slots + c.slot(m)) + which),
-        dev::Order::Relaxed);
+    const std::uint64_t off = published(m, which);
     return off == kNotInHeap ? nullptr : c.peer_at(m, off);
+  };
+  // Bytes between the blocks of member m's input (which = 0) or output (1), as m laid them out.
+  auto stride_of = [&](int m, int which) -> std::size_t {
+    if (m == me) return which == 0 ? a.in_stride : a.out_stride;
+    return static_cast<std::size_t>(published(m, 2 + which));
   };
   constexpr int kCache = 8;
   char* in_cache[kCache];
@@ -368,8 +382,7 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
                     ue = lo + part_begin(hi - lo, c.W, c.w + 1);
   if (c.st == Status::Ok) {
     if constexpr (!std::is_same_v<Op, CopyOp>) {
-      const std::size_t block =
-          a.kind == CollKind::ReduceScatter ? static_cast<std::size_t>(me) * a.in_stride : 0;
+      const bool rs = a.kind == CollKind::ReduceScatter;  // member m's block `me` is reduced
       const bool reduce_here = twoshot || a.kind != CollKind::Reduce || me == a.root;
       // Where the result goes: OneShot into dst; TwoShot AllReduce into every output; TwoShot
       // Reduce into the root's.
@@ -388,10 +401,11 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
             GNIO_UNROLL
             for (int j = 0; j < kBatch; ++j) {
               const char* src = m0 + j < n ? peer_buf(m0 + j, 0) : nullptr;
+              if (src && rs) src += static_cast<std::size_t>(me) * stride_of(m0 + j, 0);
               GNIO_UNROLL
               for (int k = 0; k < kUnroll; ++k) {
                 const std::size_t u = u0 + k * gs;
-                p[j][k] = src && u < ue ? load_unit(src + block, u, a.bytes) : Pack{0, 0};
+                p[j][k] = src && u < ue ? load_unit(src, u, a.bytes) : Pack{0, 0};
               }
             }
             GNIO_UNROLL
@@ -434,7 +448,7 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
           const int m = (me + k) % n;
           char* o = peer_buf(m, 1);
           if (!o) continue;
-          if (!bcast) o += static_cast<std::size_t>(me) * a.out_stride;
+          if (!bcast) o += static_cast<std::size_t>(me) * stride_of(m, 1);
           const char* src = a.in + (a2a ? static_cast<std::size_t>(m) * a.in_stride : 0);
           if (o != src) copy_range(c.g, o, src, a.bytes, ub, ue);
         }
@@ -469,7 +483,7 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
         const int m = (me + k) % n;
         const char* src = peer_buf(m, 0);
         if (!src) continue;
-        src += a2a ? static_cast<std::size_t>(me) * a.in_stride : 0;
+        src += a2a ? static_cast<std::size_t>(me) * stride_of(m, 0) : 0;
         char* o = a.out + static_cast<std::size_t>(m) * a.out_stride;
         if (o != src) copy_range(c.g, o, src, a.bytes, ub, ue);
       }
