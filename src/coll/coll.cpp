@@ -206,31 +206,21 @@ struct Hierarchy {
   Team across;
 };
 
-/// Where the ranks lie in rank order, when it is regular: rank i of node m (in node order) is
-/// rank `first + m * node_step + i`: each node's ranks consecutive, nodes `node_step` ranks apart
-/// (gnio-run --nodes, and launchers that fill nodes in turn). The hierarchical allgather needs it:
-/// its parts write their blocks straight into place, the parts between the nodes as blocks
-/// `node_step` apart (through the pipes, where no peer touches this rank's buffers), the parts
-/// inside a node as a consecutive run of the output, laid out as any allgather's. (Ranks dealt
-/// round-robin over the nodes would make the node parts strided, and the direct algorithms'
-/// pushes assume every member lays its output out alike, which staging breaks: they stay flat.)
-struct RankGrid {
-  bool regular = false;
-  std::size_t first = 0, node_step = 0;
-};
-
-RankGrid rank_grid(const std::vector<std::vector<int>>& by_node) {
-  RankGrid g;
-  if (by_node.size() < 2 || by_node.front().size() < 2) return g;
-  const int first = by_node[0][0], node_step = by_node[1][0] - first;
-  if (node_step <= 0) return g;
+/// True when each node's ranks are consecutive: rank i of node m is rank m * L + i (nodes are
+/// numbered in the order of their first ranks; gnio-run --nodes and launchers that fill nodes in
+/// turn place them so). The hierarchical allgather needs it: its parts between the nodes write
+/// their blocks straight into place, L blocks apart (through the pipes, where no peer touches this
+/// rank's buffers), and its parts inside a node a consecutive run of the output, laid out as any
+/// allgather's. Ranks dealt round-robin over the nodes would make the node parts strided pushes,
+/// which the direct algorithms address by each member's published stride but no GPU has run yet:
+/// those jobs stay flat.
+bool ranks_consecutive(const std::vector<std::vector<int>>& by_node) {
+  if (by_node.empty()) return false;
+  const std::size_t per_node = by_node.front().size();
   for (std::size_t m = 0; m < by_node.size(); ++m)
-    for (std::size_t i = 0; i < by_node[m].size(); ++i)
-      if (by_node[m][i] != first + static_cast<int>(m) * node_step + static_cast<int>(i)) return g;
-  g.regular = true;
-  g.first = static_cast<std::size_t>(first);
-  g.node_step = static_cast<std::size_t>(node_step);
-  return g;
+    for (std::size_t i = 0; i < per_node; ++i)
+      if (by_node[m][i] != static_cast<int>(m * per_node + i)) return false;
+  return true;
 }
 
 /// The world ranks of every node, ascending, when the job has a hierarchy (at least 2 nodes, each
@@ -278,11 +268,12 @@ struct Channel {
 
 class CollState {
  public:
-  explicit CollState(const CommImpl& impl)
+  explicit CollState(const CommImpl& impl) : CollState(impl, hierarchy_shape(impl)) {}
+  CollState(const CommImpl& impl, const std::vector<std::vector<int>>& by_node)
       : cfg(read_config()),
         check(config_bool("GNIO_CHECK")),
-        hier_ranks_per_node(hierarchy_shape(impl).empty() ? 0 : impl.node_ranks.size()),
-        grid(rank_grid(hierarchy_shape(impl))),
+        hier_ranks_per_node(by_node.empty() ? 0 : impl.node_ranks.size()),
+        hier_consecutive(ranks_consecutive(by_node)),
         ranks(impl.node_of_rank.size()),
         algos(parse_algorithms(config_text("GNIO_ALGO"), "GNIO_ALGO")) {}
 
@@ -290,7 +281,8 @@ class CollState {
   const bool check;  // GNIO_CHECK: compare every call's arguments across ranks first
   // Ranks per node where the job's shape allows the hierarchical allreduce; 0 elsewhere.
   const std::size_t hier_ranks_per_node;
-  const RankGrid grid;
+  // That shape with each node's ranks consecutive (the hierarchical allgather's condition).
+  const bool hier_consecutive;
   const std::size_t ranks;  // in the world
   std::mutex mu;            // guards algos and channels
   AlgoTable algos;
@@ -929,15 +921,15 @@ void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team,
 
 /// Does call `r` run hierarchically (GNIO_COLL_HIER, GNIO_COLL_HIER_MIN)? The same answer on
 /// every rank: it depends on the job's shape, the call and the settings only. Allreduce (of at
-/// least one element per rank of a node) and allgather (on a regular rank grid) do; its size is
-/// allreduce's buffer and allgather's output.
+/// least one element per rank of a node) and allgather (each node's ranks consecutive) do; its size
+/// is allreduce's buffer and allgather's output.
 bool hierarchical(CollState& st, const Request& r) {
   if (st.cfg.hier == CollConfig::Hier::Off || st.hier_ranks_per_node == 0) return false;
   std::size_t bytes = r.count * size_of(r.type);
   if (r.kind == CollKind::AllReduce) {
     if (r.count < st.hier_ranks_per_node) return false;
   } else if (r.kind == CollKind::AllGather) {
-    if (!st.grid.regular || r.count == 0) return false;
+    if (!st.hier_consecutive || r.count == 0) return false;
     bytes *= st.ranks;
   } else {
     return false;
@@ -995,10 +987,10 @@ void run_hierarchical_allreduce(Comm& comm, CollState& st, const CollChannel& ch
   }
 }
 
-/// Allgather over N nodes of L ranks each (on a regular rank grid), with each block crossing the
+/// Allgather over N nodes of L consecutive ranks each, with each block crossing the
 /// network once per other node: the ranks of index i on every node allgather their blocks (L
 /// allgathers between the nodes at once, through the proxies), each block landing in its place
-/// in the output (blocks of the grid's node step apart); then each node allgathers, once per
+/// in the output (L blocks apart); then each node allgathers, once per
 /// node m, the blocks of node m's ranks its members now hold (a consecutive run of the output,
 /// over peer memory). Every part is an ordinary call of its team on the same channel, in place in
 /// the output, as run_hierarchical_allreduce's are. A flat ring sends (NL - 1) blocks per rank over
@@ -1006,17 +998,16 @@ void run_hierarchical_allreduce(Comm& comm, CollState& st, const CollChannel& ch
 void run_hierarchical_allgather(Comm& comm, CollState& st, const CollChannel& ch, const Request& r,
                                 StreamRef stream) {
   const Hierarchy& h = st.hier;
-  const RankGrid& g = st.grid;
-  GNIO_ASSERT(h.usable && g.regular);
-  const std::size_t block = r.count * size_of(r.type);
+  GNIO_ASSERT(h.usable && st.hier_consecutive);
+  const std::size_t block = r.count * size_of(r.type), per_node = st.hier_ranks_per_node;
   const auto at = [&](std::size_t node, std::size_t index) {
-    return r.recv + (g.first + node * g.node_step + index) * block;
+    return r.recv + (node * per_node + index) * block;
   };
   const std::size_t me_index = static_cast<std::size_t>(h.node.index);
   GNIO_TRACE(Coll, "allgather of %zu x %s hierarchical: %d nodes of %d ranks", r.count,
              to_string(r.type), h.across.size, h.node.size);
   Request part = r;
-  part.out_stride = g.node_step * block;
+  part.out_stride = per_node * block;
   part.recv = at(0, me_index);
   enqueue(comm, st, ch, h.across, part, stream);
   for (std::size_t m = 0; m < static_cast<std::size_t>(h.across.size); ++m) {

@@ -389,6 +389,19 @@ TEST(Coll, LargeMessages) {
   cm.free(sym[1]);
 }
 
+/// Runs `c` out of place and in place, its buffers in the heap or private by turns (alternating
+/// with the case count and the rank, so that ranks mix both); counts the cases in `*cases`.
+std::size_t run_in_and_out_of_place(Case c, std::size_t* cases) {
+  std::size_t wrong = 0;
+  for (int in_place = 0; in_place < 2; ++in_place) {
+    c.in_place = in_place;
+    c.symmetric = (*cases + static_cast<std::size_t>(comm().rank())) % 2 == 0;
+    wrong += run_case(c);
+    ++*cases;
+  }
+  return wrong;
+}
+
 // Allreduce counts around the ranks per node (the hierarchical allreduce's block size: counts
 // below it, exact multiples and remainders), in and out of place, heap and private buffers. On
 // a job of equal nodes with GNIO_COLL_HIER=on (coll_test_4_2nodes_hier) every count from one
@@ -421,17 +434,12 @@ TEST(Coll, AllReduceAroundNodeSize) {
       } else if (forced_on) {
         EXPECT_TRUE(hierarchical) << "count " << count;
       }
-      for (int in_place = 0; in_place < 2; ++in_place) {
-        Case c;
-        c.kind = CollKind::AllReduce;
-        c.type = type;
-        c.op = op;
-        c.count = count;
-        c.in_place = in_place;
-        c.symmetric = (cases + static_cast<std::size_t>(cm.rank())) % 2 == 0;
-        wrong += run_case(c);
-        ++cases;
-      }
+      Case c;
+      c.kind = CollKind::AllReduce;
+      c.type = type;
+      c.op = op;
+      c.count = count;
+      wrong += run_in_and_out_of_place(c, &cases);
     }
   EXPECT_EQ(wrong, 0u) << wrong << " wrong elements in " << cases << " allreduce cases";
 }
@@ -439,8 +447,8 @@ TEST(Coll, AllReduceAroundNodeSize) {
 // Allgather on a job of equal nodes with consecutive ranks: with GNIO_COLL_HIER=on
 // (coll_test_4_2nodes_hier) every count runs hierarchically (between the nodes, then inside each,
 // blocks written into place), in and out of place, heap and private buffers; on any other job
-// (ranks dealt round-robin over the nodes too) it runs flat. The
-// collectives without a hierarchical form never claim one.
+// (ranks dealt round-robin over the nodes too) it runs flat. The collectives without a
+// hierarchical form never claim one.
 TEST(Coll, AllGatherAcrossEqualNodes) {
   gnio::Comm& cm = comm();
   const std::size_t per_node = static_cast<std::size_t>(cm.local_size());
@@ -467,16 +475,11 @@ TEST(Coll, AllGatherAcrossEqualNodes) {
       }
       for (CollKind flat : {CollKind::ReduceScatter, CollKind::Broadcast, CollKind::AllToAll})
         EXPECT_FALSE(gnio::coll_hierarchical(cm, flat, count, type)) << gnio::to_string(flat);
-      for (int in_place = 0; in_place < 2; ++in_place) {
-        Case c;
-        c.kind = CollKind::AllGather;
-        c.type = type;
-        c.count = count;
-        c.in_place = in_place;
-        c.symmetric = (cases + static_cast<std::size_t>(cm.rank())) % 2 == 0;
-        wrong += run_case(c);
-        ++cases;
-      }
+      Case c;
+      c.kind = CollKind::AllGather;
+      c.type = type;
+      c.count = count;
+      wrong += run_in_and_out_of_place(c, &cases);
     }
   EXPECT_EQ(wrong, 0u) << wrong << " wrong elements in " << cases << " allgather cases";
 }
