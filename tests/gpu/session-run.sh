@@ -45,7 +45,7 @@
 #              put_signal / get / atomic latency and put bandwidth over ucx and over tcp
 #              (STAGED_PERF=0 skips them); the collective suite over ucx when coll_test_2(_gpu)
 #              was built
-#   hier       the hierarchical allreduce on 4 ranks as 2 nodes: gnio-perf coll's checks with
+#   hier       the hierarchical allreduce and allgather on 4 ranks as 2 nodes: gnio-perf coll's checks with
 #              GNIO_COLL_HIER=on and off (heap buffers with graphs, private ones eager), then the
 #              suite's allreduce tests hierarchical when coll_test_2_gpu (or coll_test_2) was
 #              built (HIER_S, HIER_MAX)
@@ -260,9 +260,9 @@ run_step() {
           --json "$r/net/rma-bw-$net.json"
       done ;;
     hier)
-      # The hierarchical allreduce on 4 ranks as 2 nodes (2 ranks per node, 2 per GPU when one GPU
+      # The hierarchical allreduce and allgather on 4 ranks as 2 nodes (2 ranks per node, 2 per GPU when one GPU
       # is lent): gnio-perf's exact checks with every allreduce hierarchical and with none, graphs
-      # and eager, heap and private buffers; then the allreduce tests of the collective suite when
+      # and eager, heap and private buffers; then the allreduce and allgather tests of the collective suite when
       # that binary was built. HIER_S bounds each run (default 150 s), HIER_MAX the sizes (16M).
       mkdir -p "$r/hier"
       local hs=${HIER_S:-150}
@@ -270,9 +270,8 @@ run_step() {
         for mem in sym priv; do
           step "hier-$mode-$mem" env GNIO_COLL_HIER=$mode GNIO_NET=tcp GNIO_TIMEOUT=60 \
             timeout "$hs" "$R" -n 4 --nodes 2 --timeout $((hs - 10)) -- "$P" coll \
-            --coll allreduce -d f32,bf16,i32 -o sum,max -b 8 -e "${HIER_MAX:-16M}" -f 8 -n 5 -w 1 \
-            --reps 3 --mem $mem -G "$([ $mem = sym ] && echo 5 || echo 0)" \
-            --json "$r/hier/allreduce-$mode-$mem.json"
+            --coll allreduce,allgather -d f32,bf16,i32 -o sum,max -b 8 -e "${HIER_MAX:-16M}" -f 8 \
+            -n 5 -w 1 --reps 3 --mem $mem -G "$([ $mem = sym ] && echo 5 || echo 0)" --json "$r/hier/$mode-$mem.json"
         done
       done
       # The suite's binary compiled with nvcc (coll_test_2_gpu) has the CUDA graph test; the
@@ -283,7 +282,7 @@ run_step() {
         step hier-tests env GNIO_BACKEND=cuda GNIO_COLL_HIER=on GNIO_NET=tcp GNIO_NET_NSOCKS=3 \
           GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 timeout "$hs" "$R" -n 4 --nodes 2 \
           --timeout $((hs - 10)) -- "$hier_bin" \
-          --gtest_filter='Coll.AllReduceAroundNodeSize:Coll.LargeMessages:CollGraph.*'
+          --gtest_filter='Coll.AllReduceAroundNodeSize:Coll.AllGatherAcrossEqualNodes:Coll.LargeMessages:CollGraph.*'
       fi ;;
     crash-4x2)
       # The RMA barrier tests on 4 ranks as 2 nodes (2 per GPU); a crashing rank prints its stack
