@@ -38,7 +38,20 @@ if(NOT GNIO_UCX STREQUAL "OFF")
   endif()
 endif()
 if(GNIO_HAVE_UCX)
-  message(STATUS "gnio: ucx backend from ${GNIO_UCX_FROM}")
+  # GNIO_UCX_VERSION (major.minor of UCX's API): UCX 1.16 and later find no protocol for a
+  # fetching atomic without RDMA hardware, so tests that force UCX atomics run only before it.
+  find_path(GNIO_UCX_VERSION_DIR ucp/api/ucp_version.h
+            HINTS ${GNIO_UCX_INCLUDE} ${GNIO_UCX_PC_INCLUDE_DIRS} NO_CACHE)
+  set(GNIO_UCX_VERSION "")
+  if(GNIO_UCX_VERSION_DIR)
+    file(STRINGS "${GNIO_UCX_VERSION_DIR}/ucp/api/ucp_version.h" ucx_api
+         REGEX "^#define UCP_API_(MAJOR|MINOR) +[0-9]+")
+    string(REGEX MATCH "MAJOR +([0-9]+)" _ "${ucx_api}")
+    set(ucx_major "${CMAKE_MATCH_1}")
+    string(REGEX MATCH "MINOR +([0-9]+)" _ "${ucx_api}")
+    set(GNIO_UCX_VERSION "${ucx_major}.${CMAKE_MATCH_1}")
+  endif()
+  message(STATUS "gnio: ucx backend from ${GNIO_UCX_FROM} (UCX API ${GNIO_UCX_VERSION})")
 else()
   message(STATUS "gnio: ucx backend not built (GNIO_UCX=${GNIO_UCX}; libucx-dev or UCX_ROOT)")
 endif()

@@ -36,14 +36,14 @@ struct CommOptions {
 
 /// Memory a communicator holds on this rank.
 struct MemoryStats {
-  std::size_t heap_mapped = 0;       ///< symmetric heap bytes backed by memory, this rank
-  std::size_t heap_in_use = 0;       ///< of which allocated to live objects (user + internal)
-  std::size_t heap_internal = 0;     ///< of which gnio's own (team flags, tables)
-  std::size_t heap_reserved_va = 0;  ///< virtual address space reserved for all node peers' heaps
-  std::size_t peer_mapped = 0;       ///< node peers' heap bytes mapped into this process
-  std::size_t host_pinned = 0;       ///< page-locked host memory (control words)
-  std::size_t windows = 0;           ///< live registered windows (register_buffer)
-  std::size_t window_bytes = 0;      ///< bytes this rank registered in them (the user's memory)
+  std::size_t heap_mapped = 0;         ///< symmetric heap bytes backed by memory, this rank
+  std::size_t heap_in_use = 0;         ///< of which allocated to live objects (user + internal)
+  std::size_t heap_internal = 0;       ///< of which gnio's own (team flags, tables)
+  std::size_t heap_reserved_va = 0;    ///< virtual address space reserved for all node peers' heaps
+  std::size_t peer_mapped = 0;         ///< node peers' heap bytes mapped into this process
+  std::size_t host_pinned = 0;         ///< page-locked host memory (control words)
+  std::size_t windows = 0;             ///< live registered windows (register_buffer)
+  std::size_t window_bytes = 0;        ///< bytes this rank registered in them (the user's memory)
   std::size_t window_peer_mapped = 0;  ///< node peers' registered bytes mapped into this process
   std::size_t device_tables = 0;       ///< device memory of address tables (windows, IPC heap)
 };
@@ -55,7 +55,8 @@ class Comm {
   /// PMI; see launch_info_from_env). Collective.
   static Comm from_env(const CommOptions& options = {});
   /// Joins the job named by `id` as `rank` of `size` (NCCL style). Collective.
-  static Comm from_unique_id(const UniqueId& id, int rank, int size, const CommOptions& options = {});
+  static Comm from_unique_id(const UniqueId& id, int rank, int size,
+                             const CommOptions& options = {});
 
   Comm(Comm&&) noexcept;
   Comm& operator=(Comm&&) noexcept;
@@ -172,7 +173,9 @@ class Comm {
   /// register_buffer, split and every bootstrap call made after the loss.
   void check() const;
   /// Waits for `stream`, bounded by GNIO_TIMEOUT plus a margin, checking for device errors while
-  /// it waits; throws as check() does, or Timeout when the stream does not drain.
+  /// it waits; throws as check() does, or Timeout when the stream does not drain. After a failure
+  /// it still waits (up to 30 s) for the work queued on `stream` to end before throwing, so the
+  /// buffers that work uses may be freed once the call returned or threw.
   void synchronize(StreamRef stream) const;
   /// Stops every wait of this communicator (device waits return Status::Aborted, host waits
   /// throw). Callable from any thread. The communicator cannot be used afterwards.

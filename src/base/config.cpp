@@ -69,11 +69,11 @@ constexpr ConfigVar kVars[] = {
      "as messages); auto = tcp when the job spans "
      "nodes; none = operations on other nodes fail with Unsupported"},
     {"GNIO_UCX_WORD_OPS", ConfigType::Enum, "auto",
-     "how GNIO_NET=ucx applies signals and atomics to another node's heap {auto, rma, am}: rma = "
-     "UCX atomics (needs a UCX transport that does atomics on the heap's memory: host memory, or "
-     "GPU memory over InfiniBand/RoCE with GPUDirect RDMA); am = an active message the target's "
-     "proxy thread applies (a kernel on GPUs), sent once everything posted before it completed; "
-     "auto = am when the heap is GPU memory, rma otherwise"},
+     "how GNIO_NET=ucx applies signals and atomics to another node's heap and landing regions "
+     "{auto, rma, am}: am = an active message the target's proxy thread applies (a kernel on GPU "
+     "heaps), sent once everything posted before it completed; rma = UCX atomics (needs a UCX "
+     "transport with atomics on that memory: InfiniBand/RoCE, GPU heaps with GPUDirect RDMA; UCX "
+     "1.16 and later find none over tcp or shared memory, host memory included); auto = am"},
     {"GNIO_NET_NSOCKS", ConfigType::Int, "4",
      "tcp connections per pair of ranks on different nodes (1..16, the same on every rank): the "
      "first carries the device API's operations (in order, so fence and quiet hold), the others "

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -709,18 +710,44 @@ void dumping_failures(detail::CommImpl& impl, F&& body) {
   }
 }
 
-/// Comm::synchronize without the recording.
+/// Comm::synchronize without the recording. Once the communicator failed it still lets the stream
+/// drain (every gnio wait ends at the abort flag) before it throws: the caller may free or reuse
+/// what the queued work reads and writes once the call is over, as after a successful one.
 void synchronize_stream(detail::CommImpl& impl, StreamRef stream) {
+  constexpr double kDrainAfterFailure_s = 30;
   const double limit = impl.timeout_s > 0 ? impl.timeout_s + 30 : 0;
   Deadline deadline = Deadline::after(limit);
+  std::exception_ptr failure;
+  Deadline drain = Deadline::never();
   for (std::uint32_t it = 0;; ++it) {
     if (impl.backend->stream_idle(stream)) {
+      if (failure) {
+        // The stream's own error (work the abort cut short) follows from the failure.
+        try {
+          impl.backend->stream_synchronize(stream);
+        } catch (const std::exception&) {
+        }
+        std::rethrow_exception(failure);
+      }
       impl.backend->stream_synchronize(stream);  // surfaces errors the stream captured
       impl.check();
       return;
     }
-    impl.check();
-    if (deadline.expired())
+    if (!failure) {
+      try {
+        impl.check();
+      } catch (const std::exception&) {
+        failure = std::current_exception();
+        drain = Deadline::after(kDrainAfterFailure_s);
+      }
+    } else if (drain.expired()) {
+      GNIO_WARN(Init,
+                "rank %d: the stream still runs work %.0f s after the communicator failed (a "
+                "kernel spinning outside gnio's waits?); what that work uses must stay allocated",
+                impl.bootstrap->rank(), kDrainAfterFailure_s);
+      std::rethrow_exception(failure);
+    }
+    if (!failure && deadline.expired())
       fail(ErrorClass::Timeout,
            "rank %d: the stream did not finish within %.0f s and no gnio wait reported a stall; "
            "a kernel may be spinning outside gnio's bounded waits",

@@ -3,6 +3,7 @@
 // are InvalidArgument; peers no transport reaches are Unsupported. Each test runs in its own
 // process pair (see CMakeLists.txt) because a failure leaves the communicator aborted.
 #include <chrono>
+#include <vector>
 
 #include "common/gnio_test.hpp"
 #if GNIO_NET_TEST_COLL
@@ -41,12 +42,18 @@ void wait_forever_kernel(DeviceComm dc, SymPtr<std::uint64_t> sig) {
                [=] GNIO_HD() { (void)dc.wait_signal<gnio::Warp>(sig, Cmp::Ge, 1); });
 }
 
-TEST(Timeout, WaitSignalNamesCallSiteAndAddress) {
-  gnio::Comm& c = comm();
+/// A signal word nobody will set, zero on every rank before any rank goes on.
+SymPtr<std::uint64_t> zeroed_signal(gnio::Comm& c) {
   SymPtr<std::uint64_t> sig = c.alloc<std::uint64_t>(1);
   std::uint64_t zero = 0;
   gnio_test::to_device(c.local(sig), &zero, 8);
   c.bootstrap().barrier();
+  return sig;
+}
+
+TEST(Timeout, WaitSignalNamesCallSiteAndAddress) {
+  gnio::Comm& c = comm();
+  SymPtr<std::uint64_t> sig = zeroed_signal(c);
   if (c.rank() == 0) {
     DeviceComm dc = c.device_comm();
     std::string msg = expect_failure(
@@ -56,6 +63,29 @@ TEST(Timeout, WaitSignalNamesCallSiteAndAddress) {
     EXPECT_NE(msg.find(">= 1"), std::string::npos) << msg;
     EXPECT_NE(msg.find("last saw 0"), std::string::npos) << msg;
     EXPECT_TRUE(c.aborted());
+  }
+  c.bootstrap().barrier();
+}
+
+// A failed communicator's synchronize still lets the stream drain before it throws: a caller
+// that frees its buffers once the call threw must not have queued work still reading them (before
+// 2026-12-02 it threw at once; the host backend's stream then copied from freed memory).
+TEST(Abort, SynchronizeLetsQueuedWorkEndBeforeThrowing) {
+  gnio::Comm& c = comm();
+  SymPtr<std::uint64_t> sig = zeroed_signal(c);
+  if (c.rank() == 0) {
+    // 64 MiB: a copy of milliseconds, queued behind a wait that only the abort ends.
+    const std::size_t bytes = std::size_t{64} << 20;
+    std::vector<std::uint8_t> src(bytes), dst(bytes, 0);
+    for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    wait_forever_kernel(c.device_comm(), sig);
+    c.copy(dst.data(), src.data(), bytes, stream());
+    c.abort();
+    std::string message = expect_failure(
+        gnio::ErrorClass::RemoteError, [] {}, 10);
+    EXPECT_NE(message.find("aborted"), std::string::npos) << message;
+    EXPECT_TRUE(dst == src)
+        << "the copy queued before the failure had not run when synchronize threw";
   }
   c.bootstrap().barrier();
 }

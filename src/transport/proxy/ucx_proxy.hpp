@@ -1,7 +1,8 @@
 // The proxy transport over UCX (GNIO_NET=ucx): one proxy thread drains the ring in ticket order
 // and turns each descriptor into one-sided UCX operations on memory every rank registered at
 // allocation (transport/net/ucx/): a put is ucp_put_nbx into the peer's heap or landing inbox, a
-// signal an atomic add or swap on the word, a get ucp_get_nbx, an atomic ucp_atomic_op_nbx. A
+// get ucp_get_nbx; a signal or atomic is a word message the peer's proxy applies and answers
+// (GNIO_UCX_WORD_OPS=rma: an atomic ucp_atomic_op_nbx on the word, add or swap for signals). A
 // worker fence between consecutive operations keeps the order the device API promises (a
 // signal after its data, fence() free, gets after earlier puts); a ticket is done once UCX
 // completed it at the target: gets and fetching atomics by their own completion, puts and

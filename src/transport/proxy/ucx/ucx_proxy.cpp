@@ -22,6 +22,7 @@
 #include "gnio/device/atomic.hpp"
 #include "gnio/device/device_comm.hpp"
 #include "gnio/log.hpp"
+#include "platform/word_op.hpp"
 #include "transport/net/ucx/ucx_mesh.hpp"
 #include "transport/proxy/proxy_frame.hpp"
 #include "transport/proxy/staging.hpp"
@@ -61,7 +62,7 @@ class UcxProxy final : public Proxy {
     std::uint32_t op = 0;   ///< platform::WordOp (Put: the signal's)
     std::uint32_t width = 0;
     std::uint32_t signal = 0;  ///< Put: 1 = then apply `op` with `operand` to `sig_offset`
-    std::uint32_t pad = 0;
+    std::uint32_t region = 0;  ///< Word: 0 = the heap, n = landing region n (Put, Get: 0)
   };
   struct WordReply {
     std::uint64_t token = 0;
@@ -160,10 +161,13 @@ class UcxProxy final : public Proxy {
               std::uint64_t value);
   bool get(Ticket& t, std::uint64_t offset, char* dst, std::uint64_t bytes);
   bool atomic(Ticket& t, const ProxyDesc& d);
-  /// Makes t's word operation (`op` on the `width`-byte word at heap `offset` of t's peer) a
-  /// message the peer applies (word_ops_am_).
-  bool word_by_message(Ticket& t, platform::WordOp op, std::uint64_t offset, unsigned width,
-                       std::uint64_t operand, std::uint64_t expected);
+  /// Makes t's word operation (`op` on the `width`-byte word at `offset` of `region`, 0 = the
+  /// heap, of t's peer) a message the peer applies (word_ops_am_).
+  bool word_by_message(Ticket& t, platform::WordOp op, std::uint32_t region, std::uint64_t offset,
+                       unsigned width, std::uint64_t operand, std::uint64_t expected);
+  /// Whether [offset, offset + bytes) lies inside `region` (0 = the heap) of this rank, whose
+  /// layout every rank shares.
+  bool inside_region(std::uint32_t region, std::uint64_t offset, std::uint64_t bytes) const;
   /// Makes the put or get `d` into the peer's heap a series of request messages (staged_):
   /// `src` is the put's source.
   bool stage(Ticket& t, const ProxyDesc& d, const char* src);
@@ -335,7 +339,10 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
          rank_, ucp_get_version_string(),
          forced ? "GNIO_PROXY_STAGING=always"
                 : "this UCX cannot reach GPU memory (built without CUDA support)");
-  word_ops_am_ = staged_ || word_ops == "am" || (word_ops == "auto" && device_heap_);
+  // UCX atomics only where asked: UCX applies them only where a transport does atomics on the
+  // target memory (no GPU memory without GPUDirect RDMA), and UCX 1.16 and later find no protocol
+  // at all for a fetching atomic without RDMA hardware, host memory included (tcp, shared memory).
+  word_ops_am_ = staged_ || word_ops != "rma";
   if (staged_)
     GNIO_INFO(Proxy,
               "rank %d: ucx transport: puts and gets of other nodes' heaps go as messages staged "
@@ -577,8 +584,8 @@ bool UcxProxy::atomic(Ticket& t, const ProxyDesc& d) {
   t.width = width;
   t.fetch = (d.flags & kProxyFetch) != 0;
   if (word_ops_am_)  // word_by_message checks the offset against the heap
-    return word_by_message(t, atomic_word_op(static_cast<AtomicOp>(d.sig_op)), d.dst_offset, width,
-                           d.value & mask, d.sig_offset & mask);
+    return word_by_message(t, atomic_word_op(static_cast<AtomicOp>(d.sig_op)), 0, d.dst_offset,
+                           width, d.value & mask, d.sig_offset & mask);
   if (!locate(t.peer, 0, d.dst_offset, width, &addr, &key, &span) || span != width)
     return refuse(t, "asks for an atomic on a word outside the registered heap");
   t.operand = d.value & mask;
@@ -613,11 +620,20 @@ bool UcxProxy::atomic(Ticket& t, const ProxyDesc& d) {
                  false, "an atomic");
 }
 
-bool UcxProxy::word_by_message(Ticket& t, platform::WordOp op, std::uint64_t offset, unsigned width,
-                               std::uint64_t operand, std::uint64_t expected) {
-  if (offset % width != 0 ||
-      !inside_heap(offset, width, heap_bytes_.load(std::memory_order_acquire)))
-    return refuse(t, "names a signal or atomic word outside the peer's heap or unaligned");
+bool UcxProxy::inside_region(std::uint32_t region, std::uint64_t offset,
+                             std::uint64_t bytes) const {
+  if (region == 0) return inside_heap(offset, bytes, heap_bytes_.load(std::memory_order_acquire));
+  const Landing* land = landing(region);
+  return land && inside_heap(offset, bytes, land->inbox_bytes);
+}
+
+bool UcxProxy::word_by_message(Ticket& t, platform::WordOp op, std::uint32_t region,
+                               std::uint64_t offset, unsigned width, std::uint64_t operand,
+                               std::uint64_t expected) {
+  if (offset % width != 0 || !inside_region(region, offset, width))
+    return refuse(t,
+                  "names a signal or atomic word outside the peer's heap or landing region, or "
+                  "unaligned");
   t.word_message = true;
   t.word.token = token_;
   t.word.ticket = t.number;
@@ -628,6 +644,7 @@ bool UcxProxy::word_by_message(Ticket& t, platform::WordOp op, std::uint64_t off
   t.word.from = rank_;
   t.word.op = static_cast<std::uint32_t>(op);
   t.word.width = width;
+  t.word.region = region;
   ++operations_;
   return true;
 }
@@ -873,21 +890,24 @@ bool UcxProxy::serve(const Received<WordRequest>& m) {
   switch (ask) {
     case Ask::Word:
       valid = valid && (q.width == 4 || q.width == 8) && q.offset % q.width == 0 &&
-              inside_heap(q.offset, q.width, heap) && m.data.empty();
+              inside_region(q.region, q.offset, q.width) && m.data.empty();
       break;
     case Ask::Put:
-      valid = valid && inside_heap(q.offset, q.bytes, heap) && m.data.size() == q.bytes &&
+      valid = valid && q.region == 0 && inside_heap(q.offset, q.bytes, heap) &&
+              m.data.size() == q.bytes &&
               (q.signal == 0 || (q.sig_offset % 8 == 0 && inside_heap(q.sig_offset, 8, heap)));
       break;
-    case Ask::Get: valid = valid && inside_heap(q.offset, q.bytes, heap) && m.data.empty(); break;
+    case Ask::Get:
+      valid = valid && q.region == 0 && inside_heap(q.offset, q.bytes, heap) && m.data.empty();
+      break;
     default: valid = false;
   }
   if (!valid) {
     fail_transport(
         format("rank %d: ucx transport: rejected a request message (ask %u) claiming "
-               "rank %d (job token, rank, width, alignment, operation, payload or heap "
-               "offset %llu + %llu bytes of %llu wrong); nothing was written",
-               rank_, q.ask, q.from, static_cast<unsigned long long>(q.offset),
+               "rank %d (job token, rank, width, alignment, operation, payload, region %u or "
+               "offset %llu + %llu bytes (heap: %llu) wrong); nothing was written",
+               rank_, q.ask, q.from, q.region, static_cast<unsigned long long>(q.offset),
                static_cast<unsigned long long>(q.bytes), static_cast<unsigned long long>(heap)),
         q.from >= 0 && q.from < size_ ? q.from : -1);
     return false;
@@ -895,7 +915,13 @@ bool UcxProxy::serve(const Received<WordRequest>& m) {
   // Carried out after every earlier operation of that peer: it sent this once they completed.
   std::uint64_t old = 0;
   std::vector<char> data;
-  if (ask == Ask::Word) {
+  if (ask == Ask::Word && q.region != 0) {
+    // A landing inbox is host memory this thread addresses (as tcp's receiver does): the data
+    // before it came by UCX puts the sender saw complete before it sent this.
+    old = platform::apply_word_op(landing(q.region)->inbox + q.offset, q.width,
+                                  static_cast<platform::WordOp>(q.op), q.operand, q.expected,
+                                  dev::Order::AcqRel);
+  } else if (ask == Ask::Word) {
     old = words_->word_atomic(heap_base_ + q.offset, q.width, static_cast<platform::WordOp>(q.op),
                               q.operand, q.expected);
   } else {
@@ -1028,14 +1054,14 @@ bool UcxProxy::issue(Ticket& t, const ProxyDesc& d) {
       order();
       if (!put(t, region, d.dst_offset, src, d.bytes)) return false;
       if (d.op == static_cast<std::uint32_t>(ProxyOp::Put)) return true;
-      if (region == 0 && word_ops_am_)  // sent once the data is in place
-        return word_by_message(t, signal_word_op(d.sig_op), d.sig_offset, 8, d.value, 0);
+      if (word_ops_am_)  // sent once the data is in place
+        return word_by_message(t, signal_word_op(d.sig_op), region, d.sig_offset, 8, d.value, 0);
       order();  // the signal lands after the data
       return signal(t, region, d.sig_offset, d.sig_op, d.value);
     }
     case ProxyOp::Signal:
-      if (region == 0 && word_ops_am_)
-        return word_by_message(t, signal_word_op(d.sig_op), d.sig_offset, 8, d.value, 0);
+      if (word_ops_am_)
+        return word_by_message(t, signal_word_op(d.sig_op), region, d.sig_offset, 8, d.value, 0);
       order();
       return signal(t, region, d.sig_offset, d.sig_op, d.value);
     case ProxyOp::Get:
