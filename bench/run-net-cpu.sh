@@ -8,7 +8,7 @@
 #   BUILD=build OUT=bench/results/DATE-cpu-tcp-vs-ucx bench/run-net-cpu.sh
 #
 # RMA_MAX / AR_MAX cap the sizes (default 1M / 4M); REPS the timed launches per point (default 9);
-# STAGED=1 adds the staged configurations (below).
+# STAGED=1 adds the staged configurations, RMA_WORDS=1 UCX atomics (below).
 # NETNS=1 runs the ranks on two network namespaces joined by a veth pair instead (a real TCP/IP
 # path between two "hosts"; tests/common/netns_run.sh, needs root).
 set -euo pipefail
@@ -23,6 +23,9 @@ configs=("tcp:GNIO_NET=tcp" "ucx:GNIO_NET=ucx" "ucx-tcp:GNIO_NET=ucx UCX_TLS=tcp
 # through bounce buffers, and ucx (over its tcp transport) with heap data as request messages.
 [ "${STAGED:-0}" = 1 ] && configs+=("tcp-staged:GNIO_NET=tcp GNIO_PROXY_STAGING=always"
   "ucx-tcp-staged:GNIO_NET=ucx UCX_TLS=tcp GNIO_PROXY_STAGING=always")
+# RMA_WORDS=1 adds ucx over tcp with signals and atomics as UCX atomics instead of word messages
+# (GNIO_UCX_WORD_OPS=rma; needs a UCX older than 1.16 over tcp).
+[ "${RMA_WORDS:-0}" = 1 ] && configs+=("ucx-tcp-rma:GNIO_NET=ucx UCX_TLS=tcp GNIO_UCX_WORD_OPS=rma")
 launch=("$run" -n 2 --nodes 2 --timeout 600 --)
 [ "${NETNS:-0}" = 1 ] && launch=("$root/tests/common/netns_run.sh" 1)
 for c in "${configs[@]}"; do
