@@ -733,25 +733,27 @@ void synchronize_stream(detail::CommImpl& impl, StreamRef stream) {
       impl.check();
       return;
     }
-    if (!failure) {
+    if (failure) {
+      if (drain.expired()) {
+        GNIO_WARN(Init,
+                  "rank %d: the stream still runs work %.0f s after the communicator failed (a "
+                  "kernel spinning outside gnio's waits?); what that work uses must stay allocated",
+                  impl.bootstrap->rank(), kDrainAfterFailure_s);
+        std::rethrow_exception(failure);
+      }
+    } else {
       try {
         impl.check();
       } catch (const std::exception&) {
         failure = std::current_exception();
         drain = Deadline::after(kDrainAfterFailure_s);
       }
-    } else if (drain.expired()) {
-      GNIO_WARN(Init,
-                "rank %d: the stream still runs work %.0f s after the communicator failed (a "
-                "kernel spinning outside gnio's waits?); what that work uses must stay allocated",
-                impl.bootstrap->rank(), kDrainAfterFailure_s);
-      std::rethrow_exception(failure);
+      if (!failure && deadline.expired())
+        fail(ErrorClass::Timeout,
+             "rank %d: the stream did not finish within %.0f s and no gnio wait reported a "
+             "stall; a kernel may be spinning outside gnio's bounded waits",
+             impl.bootstrap->rank(), limit);
     }
-    if (!failure && deadline.expired())
-      fail(ErrorClass::Timeout,
-           "rank %d: the stream did not finish within %.0f s and no gnio wait reported a stall; "
-           "a kernel may be spinning outside gnio's bounded waits",
-           impl.bootstrap->rank(), limit);
     std::this_thread::sleep_for(std::chrono::microseconds(it < 100 ? 5 : 200));
   }
 }

@@ -45,10 +45,10 @@
 #              put_signal / get / atomic latency and put bandwidth over ucx and over tcp
 #              (STAGED_PERF=0 skips them); the collective suite over ucx when coll_test_2(_gpu)
 #              was built
-#   hier       the hierarchical allreduce and allgather on 4 ranks as 2 nodes: gnio-perf coll's checks with
-#              GNIO_COLL_HIER=on and off (heap buffers with graphs, private ones eager), then the
-#              suite's allreduce tests hierarchical when coll_test_2_gpu (or coll_test_2) was
-#              built (HIER_S, HIER_MAX)
+#   hier       the hierarchical allreduce and allgather on 4 ranks as 2 nodes: gnio-perf coll's
+#              checks with GNIO_COLL_HIER=on and off (heap buffers with graphs, private ones
+#              eager), then the suite's allreduce and allgather tests hierarchical when
+#              coll_test_2_gpu (or coll_test_2) was built (HIER_S, HIER_MAX)
 #   crash-4x2  the RMA barrier tests on 4 ranks as 2 nodes, with a crashing rank's stack resolved
 #   soak-long  the long soak (100 000 RMA operations, 10 000 collectives) on 2 ranks (one per GPU)
 #              and on 4 ranks (two per GPU); SOAK_RANKS picks, SOAK_S caps each (default 240 s)
@@ -260,10 +260,11 @@ run_step() {
           --json "$r/net/rma-bw-$net.json"
       done ;;
     hier)
-      # The hierarchical allreduce and allgather on 4 ranks as 2 nodes (2 ranks per node, 2 per GPU when one GPU
-      # is lent): gnio-perf's exact checks with every allreduce hierarchical and with none, graphs
-      # and eager, heap and private buffers; then the allreduce and allgather tests of the collective suite when
-      # that binary was built. HIER_S bounds each run (default 150 s), HIER_MAX the sizes (16M).
+      # The hierarchical allreduce and allgather on 4 ranks as 2 nodes (2 ranks per node, 2 per
+      # GPU when one GPU is lent): gnio-perf's exact checks with every call hierarchical and with
+      # none, graphs and eager, heap and private buffers; then the allreduce and allgather tests of
+      # the collective suite when that binary was built. HIER_S bounds each run (default 150 s),
+      # HIER_MAX the sizes (16M).
       mkdir -p "$r/hier"
       local hs=${HIER_S:-150}
       for mode in on off; do
@@ -271,7 +272,8 @@ run_step() {
           step "hier-$mode-$mem" env GNIO_COLL_HIER=$mode GNIO_NET=tcp GNIO_TIMEOUT=60 \
             timeout "$hs" "$R" -n 4 --nodes 2 --timeout $((hs - 10)) -- "$P" coll \
             --coll allreduce,allgather -d f32,bf16,i32 -o sum,max -b 8 -e "${HIER_MAX:-16M}" -f 8 \
-            -n 5 -w 1 --reps 3 --mem $mem -G "$([ $mem = sym ] && echo 5 || echo 0)" --json "$r/hier/$mode-$mem.json"
+            -n 5 -w 1 --reps 3 --mem $mem -G "$([ $mem = sym ] && echo 5 || echo 0)" \
+            --json "$r/hier/$mode-$mem.json"
         done
       done
       # The suite's binary compiled with nvcc (coll_test_2_gpu) has the CUDA graph test; the

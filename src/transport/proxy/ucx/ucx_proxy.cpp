@@ -342,7 +342,8 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
   // UCX atomics only where asked: UCX applies them only where a transport does atomics on the
   // target memory (no GPU memory without GPUDirect RDMA), and UCX 1.16 and later find no protocol
   // at all for a fetching atomic without RDMA hardware, host memory included (tcp, shared memory).
-  word_ops_am_ = staged_ || word_ops != "rma";
+  // (Staged with rma failed above: an unregistered heap takes no UCX atomics.)
+  word_ops_am_ = word_ops != "rma";
   if (staged_)
     GNIO_INFO(Proxy,
               "rank %d: ucx transport: puts and gets of other nodes' heaps go as messages staged "
@@ -1044,8 +1045,7 @@ bool UcxProxy::issue(Ticket& t, const ProxyDesc& d) {
       if (staged_ && !inline_data && (d.flags & kProxyHostSource) == 0 && d.bytes > 0) {
         // Into a landing region (host memory, registered): UCX sends from a host copy, made once
         // the range is known to fit (regions have the same layout on every rank).
-        const Landing* land = landing(region);
-        if (!land || !inside_heap(d.dst_offset, d.bytes, land->inbox_bytes))
+        if (!inside_region(region, d.dst_offset, d.bytes))
           return refuse(t, "writes outside the memory the peer registered");
         t.copy.resize(static_cast<std::size_t>(d.bytes));
         out_->read(t.copy.data(), src, t.copy.size());
