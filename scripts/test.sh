@@ -2,56 +2,73 @@
 # The README's second command: installs what is missing, builds gnio with warnings as errors,
 # runs the whole test suite, the libFuzzer targets briefly, then the ThreadSanitizer and
 # AddressSanitizer+UBSan builds of the host-backend suite. Exits non-zero on any failure. Logs go
-# to build*/Testing (fuzzers: build-fuzz/*.log).
+# to build*/Testing (fuzzers: build-fuzz/*.log). Ends with a table of every stage's wall time.
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    the main build's tests only (no sanitizer builds)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
-"$root/scripts/setup-deps.sh"
 export NCCL_NVLS_ENABLE=0
 failed=()
-run_suite() {  # name build_dir ctest-args...
-  local name=$1 dir=$2; shift 2
-  echo "=== gnio tests: $name ($(date -u +%H:%M:%S), ${SECONDS}s into this script) ==="
-  if ! (cd "$dir" && ctest --output-on-failure --timeout 1200 -j "${TEST_JOBS:-2}" "$@"); then
-    failed+=("$name")
-  fi
+stage_names=() stage_secs=() stage_results=()
+# stage NAME command...: runs one stage, records its wall time and outcome (a failed stage is
+# recorded and the script goes on, so that one run reports every failure).
+stage() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  echo "=== gnio: $name ($(date -u +%H:%M:%S), ${SECONDS}s in) ==="
+  "$@" || rc=$?
+  stage_names+=("$name")
+  stage_secs+=($((SECONDS - start)))
+  if [ "$rc" = 0 ]; then stage_results+=(ok); else stage_results+=("FAILED ($rc)"); failed+=("$name"); fi
 }
+print_stages() {
+  echo
+  echo "gnio test stages (wall time, $(nproc) cores):"
+  printf '  %-24s %7s  %s\n' stage seconds result
+  local i
+  for i in "${!stage_names[@]}"; do
+    printf '  %-24s %7d  %s\n' "${stage_names[$i]}" "${stage_secs[$i]}" "${stage_results[$i]}"
+  done
+  printf '  %-24s %7d\n' total "$SECONDS"
+}
+trap print_stages EXIT
+
+run_suite() {  # build_dir ctest-args...
+  local dir=$1
+  shift
+  (cd "$dir" && ctest --output-on-failure --timeout 1200 -j "${TEST_JOBS:-2}" "$@")
+}
+stage setup-deps "$root/scripts/setup-deps.sh"
 gpus=0
 if command -v nvidia-smi >/dev/null; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
 if [ "$gpus" -gt 0 ]; then
   # A GPU machine: one build with the cuda backend; its GPU-labelled tests run too.
-  "$root/scripts/build.sh" "$root/build" -DGNIO_WERROR=ON -DGNIO_GPU_TESTS=ON
-  run_suite main "$root/build"
+  stage build "$root/scripts/build.sh" "$root/build" -DGNIO_WERROR=ON -DGNIO_GPU_TESTS=ON
+  stage tests run_suite "$root/build"
 else
   # No GPU: the suite runs on the host backend, so the main build leaves CUDA out (fast), and a
   # second build only compiles the CUDA code (library and gnio-perf) to keep it compiling.
-  "$root/scripts/build.sh" "$root/build" -DGNIO_WERROR=ON -DGNIO_CUDA=OFF
-  run_suite main "$root/build" -LE gpu
+  stage build "$root/scripts/build.sh" "$root/build" -DGNIO_WERROR=ON -DGNIO_CUDA=OFF
+  stage tests run_suite "$root/build" -LE gpu
   if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
-    echo "=== gnio: compiling the cuda backend (no GPU here to run it; ${SECONDS}s in) ==="
-    "$root/scripts/build.sh" "$root/build-cuda" -DGNIO_WERROR=ON -DGNIO_CUDA=ON \
-        -DGNIO_BUILD_TESTS=OFF -DGNIO_BUILD_EXAMPLES=OFF --target gnio gnio-perf \
-      || failed+=("cuda-compile")
+    stage cuda-compile "$root/scripts/build.sh" "$root/build-cuda" -DGNIO_WERROR=ON -DGNIO_CUDA=ON \
+        -DGNIO_BUILD_TESTS=OFF -DGNIO_BUILD_EXAMPLES=OFF --target gnio gnio-perf
   fi
 fi
 run_fuzzers() {  # libFuzzer over every network decoder, FUZZ_SECONDS (default 20) each
-  echo "=== gnio tests: fuzz ($(date -u +%H:%M:%S), ${SECONDS}s into this script) ==="
   if ! command -v clang++ >/dev/null; then
     echo "gnio: clang++ missing, fuzzers skipped (scripts/setup-deps.sh installs it)"
-    failed+=("fuzz")
-    return
+    return 1
   fi
-  local dir=$root/build-fuzz targets=(fuzz_wire fuzz_proxy_frame)
+  local dir=$root/build-fuzz targets=(fuzz_wire fuzz_proxy_frame) rc=0
   mkdir -p "$dir"
   if ! CXX=clang++ CC=clang cmake -S "$root" -B "$dir" -G Ninja -DGNIO_CUDA=OFF -DGNIO_FUZZ=ON \
          -DGNIO_BUILD_EXAMPLES=OFF >"$dir/configure.log" 2>&1 ||
      ! cmake --build "$dir" --target "${targets[@]}" >"$dir/build.log" 2>&1; then
     tail -30 "$dir/configure.log" "$dir/build.log" 2>/dev/null
-    failed+=("fuzz")
-    return
+    return 1
   fi
   local corpus
   for target in "${targets[@]}"; do
@@ -64,19 +81,23 @@ run_fuzzers() {  # libFuzzer over every network decoder, FUZZ_SECONDS (default 2
       echo "  $target: $(grep -o 'Done [0-9]* runs' "$dir/$target.log"), no crash"
     else
       tail -40 "$dir/$target.log"
-      failed+=("fuzz:$target")
+      rc=1
     fi
   done
+  return "$rc"
 }
 if [ "$quick" = 0 ]; then
-  run_fuzzers
-  "$root/scripts/build.sh" "$root/build-tsan" -DGNIO_SANITIZE=thread -DGNIO_WERROR=ON -DGNIO_BUILD_EXAMPLES=OFF
+  stage fuzz run_fuzzers
+  stage tsan-build "$root/scripts/build.sh" "$root/build-tsan" -DGNIO_SANITIZE=thread \
+      -DGNIO_WERROR=ON -DGNIO_BUILD_EXAMPLES=OFF
   # libgnio links UCX (the ucx backend), whose memory hooks, installed when the library loads,
   # crash ThreadSanitizer's runtime at process exit: every test process runs with them off.
   UCX_MEM_EVENTS=no TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-    run_suite tsan "$root/build-tsan" -LE "gpu|nosan"
-  "$root/scripts/build.sh" "$root/build-asan" -DGNIO_SANITIZE=address -DGNIO_WERROR=ON -DGNIO_BUILD_EXAMPLES=OFF
-  ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" run_suite asan "$root/build-asan" -LE "gpu|nosan"
+    stage tsan-tests run_suite "$root/build-tsan" -LE "gpu|nosan"
+  stage asan-build "$root/scripts/build.sh" "$root/build-asan" -DGNIO_SANITIZE=address \
+      -DGNIO_WERROR=ON -DGNIO_BUILD_EXAMPLES=OFF
+  ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" \
+    stage asan-tests run_suite "$root/build-asan" -LE "gpu|nosan"
 fi
 if ((${#failed[@]})); then
   echo "gnio tests FAILED: ${failed[*]}"

@@ -473,6 +473,11 @@ void validate(const Comm& comm, const Request& r) {
   if (r.kind == CollKind::Broadcast || r.kind == CollKind::Reduce)
     GNIO_REQUIRE(r.root >= 0 && r.root < n, "rank %d: %s: root %d is not a rank of [0, %d)", me,
                  what, r.root, n);
+  if (const KernelSet set = kernel_set(r.kind, r.type, r.op); !kernel_set_built(set))
+    fail(ErrorClass::Unsupported,
+         "rank %d: %s: this gnio was built without the '%s' collective kernels "
+         "(GNIO_COLL_KERNEL_SETS); nothing was enqueued",
+         me, what, to_string(set));
   const std::size_t es = size_of(r.type);
   if (r.kind == CollKind::AllToAllV) {
     GNIO_REQUIRE(n <= kMaxAlltoallvRanks,
@@ -700,6 +705,7 @@ CollArgs full_args(const Comm& comm, const Request& r) {
   const std::size_t es = size_of(r.type);
   CollArgs a;
   a.kind = r.kind;
+  a.op = r.op;
   a.in = r.send;
   a.out = r.recv;
   a.bytes = r.count * es;
@@ -786,26 +792,6 @@ LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, bool pipes,
   return d;
 }
 
-void launch_kernel(const Request& r, const CollLaunch& l) {
-  if (!reducing(r.kind)) {
-    coll_launch_copy(l);
-    return;
-  }
-  if (is_bitwise(r.op)) {
-    coll_launch_bits(r.op, l);
-    return;
-  }
-  switch (r.type) {
-    case DataType::F32: coll_launch_f32(r.op, l); break;
-    case DataType::F64: coll_launch_f64(r.op, l); break;
-    case DataType::F16: coll_launch_f16(r.op, l); break;
-    case DataType::BF16: coll_launch_bf16(r.op, l); break;
-    case DataType::F8E4M3:
-    case DataType::F8E5M2: coll_launch_fp8(r.type, r.op, l); break;
-    default: coll_launch_int(r.type, r.op, l); break;
-  }
-}
-
 /// True when [p, p + bytes) lies in this rank's symmetric heap.
 bool in_heap(const CommImpl& impl, const void* p, std::size_t bytes) {
   const char* base = impl.heap->local_base();
@@ -850,7 +836,7 @@ void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team,
     l.args.algo = CollAlgo::Ring;
     l.a2av = table;
     l.dims = dims_for(st.cfg, host, CollAlgo::Ring, true, l.args, n, ch.pipe_chunk);
-    launch_kernel(r, l);
+    launch_kernel(kernel_set(r.kind, r.type, r.op), l);
     return;
   }
 
@@ -906,7 +892,7 @@ void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team,
     }
     l.args = a;
     l.dims = dims_for(st.cfg, host, algo, pipes, a, n, ch.pipe_chunk);
-    launch_kernel(r, l);
+    launch_kernel(kernel_set(r.kind, r.type, r.op), l);
     if (stage_out) {
       if (gathered_out(r.kind)) {
         for (int m = 0; m < n; ++m)

@@ -1,16 +1,19 @@
-// The kernels behind the host collectives (internal). One kernel per (element type, operator,
-// algorithm) for the reducing collectives and per algorithm for the data-movement collectives
-// (each kernel holds one algorithm, so each gets its own register allocation). They are
-// instantiated explicitly, one element type per translation unit (kernels_*.cu, compiled by nvcc
-// when the cuda backend is built; the same files are included by host_kernels_*.cpp otherwise), and
-// reached through plain functions so that C++ and CUDA translation units link against each other
-// without sharing template types.
+// The kernels behind the host collectives (internal): how coll.cpp reaches them.
+//
+// Kernels come in sets: one set per element type with the arithmetic operators (the call's
+// operator chosen at run time around each data loop), the bitwise operators on bytes, and the
+// data-movement collectives. Each set has one kernel per algorithm, so that each algorithm gets
+// its own register allocation. src/CMakeLists.txt generates one translation unit per set and
+// group of algorithms (from coll_kernels.cu.in, compiled by nvcc with the cuda backend and as C++
+// otherwise), so that a build spreads them over every core; each explicitly instantiates
+// launch_set<S, A> for its algorithms. This header only declares them: translation units compiled
+// by the C++ compiler (coll.cpp) call them without seeing any device code.
 #pragma once
 
 #include <cstdint>
 
 #include "gnio/device/coll.hpp"
-#include "gnio/device/coop.hpp"
+#include "gnio/device/coll_types.hpp"
 #include "gnio/launch.hpp"
 #include "gnio/stream.hpp"
 
@@ -22,7 +25,7 @@ inline constexpr int kMaxAlltoallvRanks = 64;
 /// One kernel launch of a host collective.
 struct CollLaunch {
   CollComm cc;
-  CollArgs args;  ///< algo resolved (never Auto)
+  CollArgs args;  ///< algo resolved (never Auto); op: the reducing kinds' operator
   LaunchDims dims;
   StreamRef stream{static_cast<CUstream_st*>(nullptr)};
   /// Alltoallv: send counts, send displs, recv counts, recv displs (elements), kMaxAlltoallvRanks
@@ -30,100 +33,27 @@ struct CollLaunch {
   const std::uint64_t* a2av = nullptr;
 };
 
-/// The kernel of one algorithm: every block is one worker of the call.
-template <class T, class Op, CollAlgo kAlgo>
-struct CollKernel {
-  CollComm cc;
-  CollArgs args;
-  GNIO_HD void operator()() const {
-    (void)cc.run_algo<Block, T, Op, kAlgo>(args, dev::block(), dev::grid_size(),
-                                           CallSite("gnio collective", 0));
-  }
-};
+/// The kernel sets (src/CMakeLists.txt's GNIO_COLL_KERNEL_SETS names them in lower case).
+enum class KernelSet : std::uint8_t { F32, F64, F16, BF16, E4M3, E5M2, I32, I64, U8, Bits, Copy };
+/// Number of KernelSet values.
+inline constexpr int kKernelSetCount = 11;
 
-/// Alltoallv's kernel carries its count table by value.
-struct CollA2avKernel {
-  CollComm cc;
-  CollArgs args;
-  std::uint64_t table[4 * kMaxAlltoallvRanks];
-  GNIO_HD void operator()() const {
-    CollArgs a = args;
-    a.a2av = table;
-    (void)cc.run_algo<Block, std::uint8_t, CopyOp, CollAlgo::Ring>(
-        a, dev::block(), dev::grid_size(), CallSite("gnio collective", 0));
-  }
-};
+/// The set whose kernel runs a call of `kind` on `type` with `op`.
+KernelSet kernel_set(CollKind kind, DataType type, RedOp op);
+/// The set's name as in GNIO_COLL_KERNEL_SETS ("f32", ..., "bits", "copy").
+const char* to_string(KernelSet set);
+/// True when this build compiled the kernels of `set` (GNIO_COLL_KERNEL_SETS).
+bool kernel_set_built(KernelSet set);
 
-#if defined(__CUDACC__)
-/// The most threads per block kernel F can be launched with on this device (its register use
-/// decides; a multiple of 32), queried once.
-template <class F>
-unsigned max_block_threads() {
-  static const unsigned v = [] {
-    cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, kernel_entry<F>) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 1024u;
-    }
-    return static_cast<unsigned>(attr.maxThreadsPerBlock) / 32 * 32;
-  }();
-  return v;
-}
-#endif
+/// Launches the kernel of set S for algorithm A (l.args.algo == A). Defined, and instantiated, in
+/// the generated translation unit of S and A.
+template <KernelSet S, CollAlgo A>
+void launch_set(const CollLaunch& l);
 
-/// The launch shape for kernel F: threads per block clamped to what F can run with. (Only the
-/// number of blocks must agree between ranks; threads per block are this rank's business.)
-template <class F>
-inline LaunchDims dims_for_kernel(const CollLaunch& l) {
-  LaunchDims d = l.dims;
-#if defined(__CUDACC__)
-  if (!l.stream.is_host()) {
-    const unsigned most = max_block_threads<F>();
-    if (most >= 32 && d.block > most) d.block = most;
-  }
-#endif
-  return d;
-}
+/// Launches the kernel of `set` for l.args.algo; throws Error(Unsupported) when this build left
+/// the set out.
+void launch_kernel(KernelSet set, const CollLaunch& l);
 
-template <class T, class Op, CollAlgo kAlgo>
-inline void launch_algo(const CollLaunch& l) {
-  using K = CollKernel<T, Op, kAlgo>;
-  launch(l.stream, dims_for_kernel<K>(l), K{l.cc, l.args});
-}
-
-/// Launches the kernel of l.args.algo (resolved) for element type T and operator Op.
-template <class T, class Op>
-inline void launch_coll(const CollLaunch& l) {
-  switch (l.args.algo) {
-    case CollAlgo::LL: launch_algo<T, Op, CollAlgo::LL>(l); break;
-    case CollAlgo::OneShot: launch_algo<T, Op, CollAlgo::OneShot>(l); break;
-    case CollAlgo::TwoShot: launch_algo<T, Op, CollAlgo::TwoShot>(l); break;
-    default: launch_algo<T, Op, CollAlgo::Ring>(l); break;
-  }
-}
-
-/// Launches the reducing kernel of element type T for `op` (arithmetic operators only).
-template <class T>
-inline void launch_arith(RedOp op, const CollLaunch& l) {
-  switch (op) {
-    case RedOp::Sum: launch_coll<T, op::Sum>(l); break;
-    case RedOp::Prod: launch_coll<T, op::Prod>(l); break;
-    case RedOp::Min: launch_coll<T, op::Min>(l); break;
-    case RedOp::Max: launch_coll<T, op::Max>(l); break;
-    default: break;  // rejected before (bitwise operators go to coll_launch_bits)
-  }
-}
-
-// One function per translation unit (kernels_*.cu).
-void coll_launch_f32(RedOp op, const CollLaunch& l);
-void coll_launch_f64(RedOp op, const CollLaunch& l);
-void coll_launch_f16(RedOp op, const CollLaunch& l);
-void coll_launch_bf16(RedOp op, const CollLaunch& l);
-void coll_launch_fp8(DataType type, RedOp op, const CollLaunch& l);
-void coll_launch_int(DataType type, RedOp op, const CollLaunch& l);
-/// Bitwise operators on any integer type (as bytes), the data-movement collectives, alltoallv.
-void coll_launch_bits(RedOp op, const CollLaunch& l);
-void coll_launch_copy(const CollLaunch& l);
 /// True when `stream` is a CUDA stream being captured into a graph.
 bool coll_stream_capturing(StreamRef stream);
 

@@ -57,6 +57,24 @@ enum class CollAlgo : std::uint8_t { Auto, LL, OneShot, TwoShot, Ring };
 /// Number of CollAlgo values.
 inline constexpr int kCollAlgoCount = 5;
 
+/// A CollAlgo fixed at compile time. Passed where a collective takes its algorithm
+/// (`cc.allreduce<gnio::Block>(x, x, n, gnio::op::Sum{}, gnio::algo::ring)`), it compiles that
+/// algorithm alone into the calling kernel; a CollAlgo value compiles every algorithm, since Auto
+/// (or the value) chooses at run time. Kernels that call several collectives build several times
+/// faster and use fewer registers with tags.
+template <CollAlgo A>
+struct AlgoTag {
+  static constexpr CollAlgo value = A;
+  GNIO_HD constexpr operator CollAlgo() const { return A; }  // NOLINT: a tag is its algorithm
+};
+namespace algo {
+inline constexpr AlgoTag<CollAlgo::Auto> automatic{};  ///< all algorithms, chosen at run time
+inline constexpr AlgoTag<CollAlgo::LL> ll{};
+inline constexpr AlgoTag<CollAlgo::OneShot> oneshot{};
+inline constexpr AlgoTag<CollAlgo::TwoShot> twoshot{};
+inline constexpr AlgoTag<CollAlgo::Ring> ring{};
+}  // namespace algo
+
 /// Which collective.
 enum class CollKind : std::uint8_t {
   AllReduce,
@@ -71,6 +89,12 @@ enum class CollKind : std::uint8_t {
 inline constexpr int kCollKindCount = 7;
 
 namespace detail {
+
+/// The algorithms a call compiles: every one for a CollAlgo (chosen at run time), one for a tag.
+template <class Algo>
+inline constexpr CollAlgo kCompiledAlgo = CollAlgo::Auto;
+template <CollAlgo A>
+inline constexpr CollAlgo kCompiledAlgo<AlgoTag<A>> = A;
 
 /// Most workers (blocks) of one collective call; the per-block flags are sized by it.
 inline constexpr unsigned kCollMaxBlocks = 256;
@@ -123,6 +147,8 @@ struct CollChannel {
 struct CollArgs {
   CollKind kind = CollKind::AllReduce;
   CollAlgo algo = CollAlgo::Auto;
+  /// The reducing kinds' operator: what a kernel compiled for several (detail::AnyOp) applies.
+  RedOp op = RedOp::Sum;
   const char* in = nullptr;     ///< this rank's input
   char* out = nullptr;          ///< this rank's output
   std::size_t bytes = 0;        ///< bytes per block: whole message (AR/Bcast/Reduce), one rank's
@@ -154,49 +180,51 @@ struct CollComm {
   // buffers (device memory; in the symmetric heap when OneShot/TwoShot must read or write them
   // from peers). Counts follow NCCL. In place: recv == send (allreduce, broadcast, reduce);
   // recv == send + index*count (reduce_scatter: recv is this rank's block of send); send == recv
-  // + index*count (allgather). Roots are team indices. Returns Ok on success.
+  // + index*count (allgather). Roots are team indices. Returns Ok on success. `algo` is a
+  // CollAlgo (every algorithm compiled, one chosen at run time) or a tag from gnio::algo (that
+  // algorithm alone compiled).
 
   /// recv[i] = op over members of send[i], i < count.
-  template <class Coop = Block, class T, class Op>
+  template <class Coop = Block, class T, class Op, class Algo = CollAlgo>
   GNIO_HD Status allreduce(const T* send, T* recv, std::size_t count, Op op,
-                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+                           Algo algo = CollAlgo::Auto, CallSite site = {}) const;
   /// recv[i] = op over members of send[index*recvcount + i], i < recvcount.
-  template <class Coop = Block, class T, class Op>
+  template <class Coop = Block, class T, class Op, class Algo = CollAlgo>
   GNIO_HD Status reduce_scatter(const T* send, T* recv, std::size_t recvcount, Op op,
-                                CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+                                Algo algo = CollAlgo::Auto, CallSite site = {}) const;
   /// recv[m*sendcount + i] = member m's send[i].
-  template <class Coop = Block, class T>
+  template <class Coop = Block, class T, class Algo = CollAlgo>
   GNIO_HD Status allgather(const T* send, T* recv, std::size_t sendcount,
-                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+                           Algo algo = CollAlgo::Auto, CallSite site = {}) const;
   /// recv = root's send (send is read on the root only).
-  template <class Coop = Block, class T>
+  template <class Coop = Block, class T, class Algo = CollAlgo>
   GNIO_HD Status broadcast(const T* send, T* recv, std::size_t count, int root,
-                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+                           Algo algo = CollAlgo::Auto, CallSite site = {}) const;
   /// recv on root = op over members of send (recv is written on the root only).
-  template <class Coop = Block, class T, class Op>
+  template <class Coop = Block, class T, class Op, class Algo = CollAlgo>
   GNIO_HD Status reduce(const T* send, T* recv, std::size_t count, Op op, int root,
-                        CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+                        Algo algo = CollAlgo::Auto, CallSite site = {}) const;
   /// recv[m*count + i] = member m's send[index*count + i]. Not in place.
-  template <class Coop = Block, class T>
-  GNIO_HD Status alltoall(const T* send, T* recv, std::size_t count, CollAlgo algo = CollAlgo::Auto,
+  template <class Coop = Block, class T, class Algo = CollAlgo>
+  GNIO_HD Status alltoall(const T* send, T* recv, std::size_t count, Algo algo = CollAlgo::Auto,
                           CallSite site = {}) const;
   /// Member m's block for this rank (send_counts[index] elements at its send_displs[index]) lands
   /// at recv + recv_displs[m]. `table` is 4 arrays of team-size entries in device-readable
   /// memory: send counts, send displacements, recv counts, recv displacements (elements). Ring
   /// only (Auto = Ring). Not in place.
-  template <class Coop = Block, class T>
+  template <class Coop = Block, class T, class Algo = CollAlgo>
   GNIO_HD Status alltoallv(const T* send, T* recv, const std::uint64_t* table,
-                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const;
+                           Algo algo = CollAlgo::Auto, CallSite site = {}) const;
 
   /// Symmetric-pointer overloads of the above.
-  template <class Coop = Block, class T, class Op>
+  template <class Coop = Block, class T, class Op, class Algo = CollAlgo>
   GNIO_HD Status allreduce(SymPtr<T> send, SymPtr<T> recv, std::size_t count, Op op,
-                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const {
+                           Algo algo = CollAlgo::Auto, CallSite site = {}) const {
     return allreduce<Coop>(dc.local(send), dc.local(recv), count, op, algo, site);
   }
-  template <class Coop = Block, class T>
+  template <class Coop = Block, class T, class Algo = CollAlgo>
   GNIO_HD Status allgather(SymPtr<T> send, SymPtr<T> recv, std::size_t sendcount,
-                           CollAlgo algo = CollAlgo::Auto, CallSite site = {}) const {
+                           Algo algo = CollAlgo::Auto, CallSite site = {}) const {
     return allgather<Coop>(dc.local(send), dc.local(recv), sendcount, algo, site);
   }
 
@@ -218,7 +246,7 @@ struct CollComm {
   GNIO_HD Status run(const detail::CollArgs& a, unsigned w, unsigned W, CallSite site) const;
   /// run() compiled for one algorithm only (kAlgo; Auto = all): the host API's kernels, so that
   /// each algorithm gets its own register allocation. a.algo must resolve to kAlgo.
-  template <class Coop, class T, class Op, CollAlgo kAlgo>
+  template <class Coop, class T, class Ops, CollAlgo kAlgo>
   GNIO_HD Status run_algo(const detail::CollArgs& a, unsigned w, unsigned W, CallSite site) const;
 };
 

@@ -58,6 +58,34 @@ GNIO_HD_INLINE const char* coll_op_name(CollKind k, CollAlgo a) {
   return kNames[static_cast<int>(k)][static_cast<int>(a)];
 }
 
+/// The part of a wait that spins: kept out of line (one copy per kernel instead of one per wait
+/// site; a wait that has to spin has time for a call). The caller has already looked once.
+GNIO_NOINLINE GNIO_HD inline Status wait_ge_slow(const DeviceComm& dc, const std::uint64_t* p,
+                                                 std::uint64_t value, const char* op, int peer,
+                                                 std::uint64_t offset, CallSite site) {
+  return dc.wait_until(
+      [&](std::uint64_t& seen) {
+        seen = dev::atomic_load(p, dev::Order::Acquire);
+        return seen >= value;
+      },
+      op, peer, offset, Cmp::Ge, value, site);
+}
+
+/// A unit of LL packets and how the wait for it ended.
+struct LLUnit {
+  Pack data;
+  Status st;
+};
+/// Waits until the 4 packets at `pkt` carry `flag` (out of line, as wait_ge_slow).
+GNIO_NOINLINE GNIO_HD inline LLUnit ll_wait_slow(const DeviceComm& dc, const std::uint64_t* pkt,
+                                                 std::uint32_t flag, const char* op, int peer,
+                                                 std::uint64_t offset, CallSite site) {
+  LLUnit r{Pack{0, 0}, Status::Ok};
+  r.st = dc.wait_until([&](std::uint64_t& seen) { return ll_try_load(pkt, flag, &r.data, &seen); },
+                       op, peer, offset, Cmp::Eq, flag, site);
+  return r;
+}
+
 /// One call as seen by one worker (one group of the caller).
 template <class Coop>
 struct CollCall {
@@ -103,13 +131,9 @@ struct CollCall {
   /// a timeout's report.
   GNIO_HD_INLINE void wait_ge_at(const std::uint64_t* p, std::uint64_t offset, std::uint64_t value,
                                  int peer_member) {
-    if (st != Status::Ok) return;
-    st = cc.dc.wait_until(
-        [&](std::uint64_t& seen) {
-          seen = dev::atomic_load(p, dev::Order::Acquire);
-          return seen >= value;
-        },
-        name, peer_member >= 0 ? world(peer_member) : -1, offset, Cmp::Ge, value, site);
+    if (st != Status::Ok || dev::atomic_load(p, dev::Order::Acquire) >= value) return;
+    st = wait_ge_slow(cc.dc, p, value, name, peer_member >= 0 ? world(peer_member) : -1, offset,
+                      site);
   }
   /// Offset in the landing inbox of the head (tail) word of this worker's pipe from member m.
   GNIO_HD_INLINE std::uint64_t land_flag(bool tail, int m) const {
@@ -196,7 +220,7 @@ GNIO_HD_INLINE void copy_range(const Coop& g, char* dst, const char* src, std::s
 // ---------------------------------------------------------------------------------------------
 // LL: packets into the peers' scratch; no handshake.
 
-template <class Coop, class T, class Op>
+template <class Coop, class T, class Ops>
 GNIO_HD void ll_exec(CollCall<Coop>& c) {
   const CollArgs& a = c.a;
   const CollChannel& ch = c.cc.ch;
@@ -223,14 +247,17 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
     const std::uint64_t e = c.epoch(m);
     const std::uint64_t* pkt = slot_base(ll_local, e, c.slot(m)) + 4 * u;
     const std::uint32_t f = ll_flag(e);
-    c.st = c.cc.dc.wait_until(
-        [&](std::uint64_t& seen) { return ll_try_load(pkt, f, &p, &seen); }, c.name, c.world(m),
+    std::uint64_t seen = 0;
+    if (ll_try_load(pkt, f, &p, &seen)) return p;
+    const LLUnit r = ll_wait_slow(
+        c.cc.dc, pkt, f, c.name, c.world(m),
         ch.ll.offset + static_cast<std::uint64_t>(reinterpret_cast<const char*>(pkt) - ll_local),
-        Cmp::Eq, f, c.site);
-    return p;
+        c.site);
+    c.st = r.st;
+    return r.data;
   };
 
-  if constexpr (!std::is_same_v<Op, CopyOp>) {
+  if constexpr (kReduces<Ops>) {
     // AllReduce / Reduce / ReduceScatter: out = op over members, in team order.
     const bool rs = a.kind == CollKind::ReduceScatter;
     const bool rooted = a.kind == CollKind::Reduce;
@@ -242,17 +269,19 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
     if (rooted && me != a.root) return;
     const char* mine = rs ? a.in + static_cast<std::size_t>(me) * a.in_stride : a.in;
     const std::size_t U = units_of(a.bytes);
-    for (std::size_t u = c.tid(); u < U; u += c.nthreads()) {
-      Accum<T, Op> acc{};
-      for (int m = 0; m < n; ++m) {
-        const Pack p = m == me ? load_unit(mine, u, a.bytes) : recv(m, u);
-        if (m == 0)
-          acc.init(p);
-        else
-          acc.add(p);
+    visit_op<Ops>(a.op, [&](auto op) {
+      for (std::size_t u = c.tid(); u < U; u += c.nthreads()) {
+        Accum<T, decltype(op)> acc{};
+        for (int m = 0; m < n; ++m) {
+          const Pack p = m == me ? load_unit(mine, u, a.bytes) : recv(m, u);
+          if (m == 0)
+            acc.init(p);
+          else
+            acc.add(p);
+        }
+        store_unit(a.out, u, a.bytes, acc.out());
       }
-      store_unit(a.out, u, a.bytes, acc.out());
-    }
+    });
   } else {
     const bool a2a = a.kind == CollKind::AllToAll;
     const bool bcast = a.kind == CollKind::Broadcast;
@@ -286,8 +315,9 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
 // ---------------------------------------------------------------------------------------------
 // OneShot / TwoShot: peers' buffers read (and, TwoShot, written) directly.
 
-template <class Coop, class T, class Op>
-GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
+template <class Coop, class T, class Ops, bool kTwoShot>
+GNIO_HD void direct_exec(CollCall<Coop>& c) {
+  constexpr bool twoshot = kTwoShot;
   const CollArgs& a = c.a;
   const CollChannel& ch = c.cc.ch;
   const int n = c.n, me = c.me;
@@ -381,63 +411,64 @@ GNIO_HD void direct_exec(CollCall<Coop>& c, bool twoshot) {
   const std::size_t ub = lo + part_begin(hi - lo, c.W, c.w),
                     ue = lo + part_begin(hi - lo, c.W, c.w + 1);
   if (c.st == Status::Ok) {
-    if constexpr (!std::is_same_v<Op, CopyOp>) {
+    if constexpr (kReduces<Ops>) {
       const bool rs = a.kind == CollKind::ReduceScatter;  // member m's block `me` is reduced
       const bool reduce_here = twoshot || a.kind != CollKind::Reduce || me == a.root;
       // Where the result goes: OneShot into dst; TwoShot AllReduce into every output; TwoShot
       // Reduce into the root's.
       char* root_out = twoshot && a.kind == CollKind::Reduce ? peer_buf(a.root, 1) : nullptr;
       const bool push_all = twoshot && a.kind == CollKind::AllReduce;
-      if (reduce_here && c.st == Status::Ok) {
-        // kUnroll units per thread and kBatch members are loaded before they are reduced (in
-        // member order), so that enough bytes are in flight to cover the peers' latency.
-        // Every loop over the packs has a compile-time bound, so they stay in registers.
-        constexpr int kUnroll = 4, kBatch = 2;
-        const std::size_t gs = c.g.size();
-        for (std::size_t u0 = ub + c.g.rank(); u0 < ue; u0 += gs * kUnroll) {
-          Accum<T, Op> acc[kUnroll] = {};
-          for (int m0 = 0; m0 < n; m0 += kBatch) {
-            Pack p[kBatch][kUnroll];
-            GNIO_UNROLL
-            for (int j = 0; j < kBatch; ++j) {
-              const char* src = m0 + j < n ? peer_buf(m0 + j, 0) : nullptr;
-              if (src && rs) src += static_cast<std::size_t>(me) * stride_of(m0 + j, 0);
+      if (reduce_here && c.st == Status::Ok)
+        visit_op<Ops>(a.op, [&](auto op) {
+          // kUnroll units per thread and kBatch members are loaded before they are reduced (in
+          // member order), so that enough bytes are in flight to cover the peers' latency.
+          // Every loop over the packs has a compile-time bound, so they stay in registers.
+          constexpr int kUnroll = 4, kBatch = 2;
+          const std::size_t gs = c.g.size();
+          for (std::size_t u0 = ub + c.g.rank(); u0 < ue; u0 += gs * kUnroll) {
+            Accum<T, decltype(op)> acc[kUnroll] = {};
+            for (int m0 = 0; m0 < n; m0 += kBatch) {
+              Pack p[kBatch][kUnroll];
               GNIO_UNROLL
-              for (int k = 0; k < kUnroll; ++k) {
-                const std::size_t u = u0 + k * gs;
-                p[j][k] = src && u < ue ? load_unit(src, u, a.bytes) : Pack{0, 0};
+              for (int j = 0; j < kBatch; ++j) {
+                const char* src = m0 + j < n ? peer_buf(m0 + j, 0) : nullptr;
+                if (src && rs) src += static_cast<std::size_t>(me) * stride_of(m0 + j, 0);
+                GNIO_UNROLL
+                for (int k = 0; k < kUnroll; ++k) {
+                  const std::size_t u = u0 + k * gs;
+                  p[j][k] = src && u < ue ? load_unit(src, u, a.bytes) : Pack{0, 0};
+                }
+              }
+              GNIO_UNROLL
+              for (int j = 0; j < kBatch; ++j) {
+                if (m0 + j >= n) break;
+                GNIO_UNROLL
+                for (int k = 0; k < kUnroll; ++k) {
+                  if (m0 + j == 0)
+                    acc[k].init(p[j][k]);
+                  else
+                    acc[k].add(p[j][k]);
+                }
               }
             }
             GNIO_UNROLL
-            for (int j = 0; j < kBatch; ++j) {
-              if (m0 + j >= n) break;
-              GNIO_UNROLL
-              for (int k = 0; k < kUnroll; ++k) {
-                if (m0 + j == 0)
-                  acc[k].init(p[j][k]);
-                else
-                  acc[k].add(p[j][k]);
+            for (int k = 0; k < kUnroll; ++k) {
+              const std::size_t u = u0 + k * gs;
+              if (u >= ue) break;
+              const Pack r = acc[k].out();
+              if (!twoshot) {
+                store_unit(dst, u, a.bytes, r);
+              } else if (root_out) {
+                store_unit(root_out, u, a.bytes, r);
+              } else if (push_all) {
+                for (int q = 0; q < n; ++q) {
+                  char* o = peer_buf((me + q) % n, 1);
+                  if (o) store_unit(o, u, a.bytes, r);
+                }
               }
             }
           }
-          GNIO_UNROLL
-          for (int k = 0; k < kUnroll; ++k) {
-            const std::size_t u = u0 + k * gs;
-            if (u >= ue) break;
-            const Pack r = acc[k].out();
-            if (!twoshot) {
-              store_unit(dst, u, a.bytes, r);
-            } else if (root_out) {
-              store_unit(root_out, u, a.bytes, r);
-            } else if (push_all) {
-              for (int q = 0; q < n; ++q) {
-                char* o = peer_buf((me + q) % n, 1);
-                if (o) store_unit(o, u, a.bytes, r);
-              }
-            }
-          }
-        }
-      }
+        });
     } else if (push) {
       // Allgather: this rank's input into block `me` of every output; alltoall: block m of the
       // input into block `me` of member m's output; broadcast: the root's input into every output.
@@ -664,109 +695,189 @@ struct Seg {
   std::size_t valid;
 };
 
-template <class Coop, class T, class Op>
-GNIO_HD void ring_exec(CollCall<Coop>& c) {
+/// Ring alltoall and alltoallv (data-movement kernels only): pairwise pipes; step (j, k) sends
+/// slice j of the block for me+k, then receives slice j of the block from me-k.
+template <class Coop>
+GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
   const CollArgs& a = c.a;
-  const CollChannel& ch = c.cc.ch;
   const int n = c.n, me = c.me;
-  const std::size_t cu = ch.pipe_chunk / kUnit;  // units per message
+  const std::size_t cu = c.cc.ch.pipe_chunk / kUnit;  // units per message
   const unsigned gr = c.g.rank(), gs = c.g.size();
-
-  if (a.kind == CollKind::AllToAllV || a.kind == CollKind::AllToAll) {
-    // Pairwise pipes: step (j, k) sends slice j of the block for me+k, then receives slice j of
-    // the block from me-k.
-    const std::uint64_t* t = a.a2av;
-    auto send_bytes = [&](int m) {
-      return a.kind == CollKind::AllToAll ? a.bytes : static_cast<std::size_t>(t[m]) * a.elem_size;
-    };
-    auto recv_bytes = [&](int m) {
-      return a.kind == CollKind::AllToAll ? a.bytes
-                                          : static_cast<std::size_t>(t[2 * n + m]) * a.elem_size;
-    };
-    auto send_ptr = [&](int m) {
-      return a.in + (a.kind == CollKind::AllToAll
-                         ? static_cast<std::size_t>(m) * a.in_stride
-                         : static_cast<std::size_t>(t[n + m]) * a.elem_size);
-    };
-    auto recv_ptr = [&](int m) {
-      return a.out + (a.kind == CollKind::AllToAll
-                          ? static_cast<std::size_t>(m) * a.out_stride
-                          : static_cast<std::size_t>(t[3 * n + m]) * a.elem_size);
-    };
-    auto slices = [&](std::size_t bytes) {
-      const std::size_t U = units_of(bytes);
-      const std::size_t L = part_begin(U, c.W, c.w + 1) - part_begin(U, c.W, c.w);
-      return (L + cu - 1) / cu;
-    };
-    {  // my own block
-      const std::size_t bytes = send_bytes(me);
-      const std::size_t U = units_of(bytes);
-      std::size_t b, e;
-      c.my_units(U, &b, &e);
-      const char* s = send_ptr(me);
-      char* d = recv_ptr(me);
-      if (s != d)
-        for (std::size_t u = b + gr; u < e; u += gs)
-          store_unit(d, u, bytes, load_unit(s, u, bytes));
-    }
-    std::size_t jmax = 0;
-    for (int m = 0; m < n; ++m) {
-      if (m == me) continue;
-      const std::size_t s1 = slices(send_bytes(m)), s2 = slices(recv_bytes(m));
-      jmax = s1 > jmax ? s1 : jmax;
-      jmax = s2 > jmax ? s2 : jmax;
-    }
-    for (std::size_t j = 0; j < jmax; ++j) {
-      for (int k = 1; k < n; ++k) {
-        const int d = (me + k) % n, s = mod(me - k, n);
-        {  // send slice j to d
-          const std::size_t bytes = send_bytes(d);
-          if (j < slices(bytes)) {
-            PipeOut<Coop> po(c, d);
-            po.sent = j;
-            const std::size_t U = units_of(bytes);
-            const std::size_t lo = part_begin(U, c.W, c.w) + j * cu;
-            const std::size_t hi0 = lo + cu, hi1 = part_begin(U, c.W, c.w + 1);
-            const std::size_t hi = hi0 < hi1 ? hi0 : hi1;
-            char* slot = po.acquire();
-            const char* src = send_ptr(d);
-            for (std::size_t u = lo + gr; u < hi; u += gs)
-              store_pack(slot + (u - lo) * kUnit, load_unit(src, u, bytes));
-            c.g.sync();
-            po.post((hi - lo) * kUnit);
-          }
+  const std::uint64_t* t = a.a2av;
+  auto send_bytes = [&](int m) {
+    return a.kind == CollKind::AllToAll ? a.bytes : static_cast<std::size_t>(t[m]) * a.elem_size;
+  };
+  auto recv_bytes = [&](int m) {
+    return a.kind == CollKind::AllToAll ? a.bytes
+                                        : static_cast<std::size_t>(t[2 * n + m]) * a.elem_size;
+  };
+  auto send_ptr = [&](int m) {
+    return a.in + (a.kind == CollKind::AllToAll ? static_cast<std::size_t>(m) * a.in_stride
+                                                : static_cast<std::size_t>(t[n + m]) * a.elem_size);
+  };
+  auto recv_ptr = [&](int m) {
+    return a.out + (a.kind == CollKind::AllToAll
+                        ? static_cast<std::size_t>(m) * a.out_stride
+                        : static_cast<std::size_t>(t[3 * n + m]) * a.elem_size);
+  };
+  auto slices = [&](std::size_t bytes) {
+    const std::size_t U = units_of(bytes);
+    const std::size_t L = part_begin(U, c.W, c.w + 1) - part_begin(U, c.W, c.w);
+    return (L + cu - 1) / cu;
+  };
+  {  // my own block
+    const std::size_t bytes = send_bytes(me);
+    const std::size_t U = units_of(bytes);
+    std::size_t b, e;
+    c.my_units(U, &b, &e);
+    const char* s = send_ptr(me);
+    char* d = recv_ptr(me);
+    if (s != d)
+      for (std::size_t u = b + gr; u < e; u += gs) store_unit(d, u, bytes, load_unit(s, u, bytes));
+  }
+  std::size_t jmax = 0;
+  for (int m = 0; m < n; ++m) {
+    if (m == me) continue;
+    const std::size_t s1 = slices(send_bytes(m)), s2 = slices(recv_bytes(m));
+    jmax = s1 > jmax ? s1 : jmax;
+    jmax = s2 > jmax ? s2 : jmax;
+  }
+  for (std::size_t j = 0; j < jmax; ++j) {
+    for (int k = 1; k < n; ++k) {
+      const int d = (me + k) % n, s = mod(me - k, n);
+      {  // send slice j to d
+        const std::size_t bytes = send_bytes(d);
+        if (j < slices(bytes)) {
+          PipeOut<Coop> po(c, d);
+          po.sent = j;
+          const std::size_t U = units_of(bytes);
+          const std::size_t lo = part_begin(U, c.W, c.w) + j * cu;
+          const std::size_t hi0 = lo + cu, hi1 = part_begin(U, c.W, c.w + 1);
+          const std::size_t hi = hi0 < hi1 ? hi0 : hi1;
+          char* slot = po.acquire();
+          const char* src = send_ptr(d);
+          for (std::size_t u = lo + gr; u < hi; u += gs)
+            store_pack(slot + (u - lo) * kUnit, load_unit(src, u, bytes));
+          c.g.sync();
+          po.post((hi - lo) * kUnit);
         }
-        {  // receive slice j from s
-          const std::size_t bytes = recv_bytes(s);
-          if (j < slices(bytes)) {
-            PipeIn<Coop> pi(c, s);
-            pi.got = j;
-            const std::size_t U = units_of(bytes);
-            const std::size_t lo = part_begin(U, c.W, c.w) + j * cu;
-            const std::size_t hi0 = lo + cu, hi1 = part_begin(U, c.W, c.w + 1);
-            const std::size_t hi = hi0 < hi1 ? hi0 : hi1;
-            const char* slot = pi.wait();
-            char* dst = recv_ptr(s);
-            for (std::size_t u = lo + gr; u < hi; u += gs)
-              store_unit(dst, u, bytes, load_pack(slot + (u - lo) * kUnit));
-            c.g.sync();
-            pi.release();
-          }
+      }
+      {  // receive slice j from s
+        const std::size_t bytes = recv_bytes(s);
+        if (j < slices(bytes)) {
+          PipeIn<Coop> pi(c, s);
+          pi.got = j;
+          const std::size_t U = units_of(bytes);
+          const std::size_t lo = part_begin(U, c.W, c.w) + j * cu;
+          const std::size_t hi0 = lo + cu, hi1 = part_begin(U, c.W, c.w + 1);
+          const std::size_t hi = hi0 < hi1 ? hi0 : hi1;
+          const char* slot = pi.wait();
+          char* dst = recv_ptr(s);
+          for (std::size_t u = lo + gr; u < hi; u += gs)
+            store_unit(dst, u, bytes, load_pack(slot + (u - lo) * kUnit));
+          c.g.sync();
+          pi.release();
         }
       }
     }
-    for (int k = 1; k < n; ++k) {
-      const int d = (me + k) % n, s = mod(me - k, n);
-      PipeOut<Coop> po(c, d);
-      po.sent = slices(send_bytes(d));
-      po.drain();
-      PipeIn<Coop> pi(c, s);
-      pi.got = slices(recv_bytes(s));
-      pi.commit();
-    }
-    return;
   }
+  for (int k = 1; k < n; ++k) {
+    const int d = (me + k) % n, s = mod(me - k, n);
+    PipeOut<Coop> po(c, d);
+    po.sent = slices(send_bytes(d));
+    po.drain();
+    PipeIn<Coop> pi(c, s);
+    pi.got = slices(recv_bytes(s));
+    pi.commit();
+  }
+}
 
+/// One worker's pipes around the ring and its units of every segment, sliced into messages.
+template <class Coop, class T, class Ops>
+struct RingRun {
+  enum : unsigned { kRecv = 1, kMine = 2, kStore = 4, kSend = 8 };
+  CollCall<Coop>& c;
+  PipeOut<Coop> po;  ///< to the right neighbour
+  PipeIn<Coop> pi;   ///< from the left neighbour
+  std::size_t wlo = 0, whi = 0, cu = 0;
+
+  /// One step on slice j: optionally receive (from the left), combine with this rank's segment
+  /// `mine`, store into `store`, send (to the right). Out of line: a ring calls it from many
+  /// places, and once per message a call costs nothing.
+  GNIO_NOINLINE GNIO_HD void step(std::size_t j, unsigned what, Seg mine, Seg store) {
+    const std::size_t lo = wlo + j * cu, hi = lo + cu < whi ? lo + cu : whi;
+    const unsigned gr = c.g.rank(), gs = c.g.size();
+    const char* rslot = (what & kRecv) ? pi.wait() : nullptr;
+    char* sslot = (what & kSend) ? po.acquire() : nullptr;
+    // kUnroll units per thread are loaded before any is combined or stored, so that their loads
+    // are in flight together (a message from another node is read from host memory, over the
+    // bus: one load's latency per unit would bound the pipe).
+    constexpr int kUnroll = 4;
+    auto put = [&](std::size_t u, const Pack& v) {
+      if (what & kStore) store_unit(store.out, u, store.valid, v);
+      if (what & kSend) store_pack(sslot + (u - lo) * kUnit, v);
+    };
+    if (c.st == Status::Ok) {
+      bool combined = false;
+      if constexpr (kReduces<Ops>) {
+        if ((what & kRecv) && (what & kMine)) {
+          combined = true;
+          visit_op<Ops>(c.a.op, [&](auto op) {
+            for (std::size_t u0 = lo + gr; u0 < hi; u0 += std::size_t{gs} * kUnroll) {
+              Pack r[kUnroll], m[kUnroll];
+              GNIO_UNROLL
+              for (int k = 0; k < kUnroll; ++k) {
+                const std::size_t u = u0 + k * std::size_t{gs};
+                r[k] = u < hi ? load_pack(rslot + (u - lo) * kUnit) : Pack{0, 0};
+                m[k] = u < hi ? load_unit(mine.in, u, mine.valid) : Pack{0, 0};
+              }
+              GNIO_UNROLL
+              for (int k = 0; k < kUnroll; ++k) {
+                const std::size_t u = u0 + k * std::size_t{gs};
+                if (u >= hi) break;
+                Accum<T, decltype(op)> acc{};
+                acc.init(r[k]);
+                acc.add(m[k]);
+                put(u, acc.out());
+              }
+            }
+          });
+        }
+      }
+      if (!combined)
+        for (std::size_t u0 = lo + gr; u0 < hi; u0 += std::size_t{gs} * kUnroll) {
+          Pack v[kUnroll];
+          GNIO_UNROLL
+          for (int k = 0; k < kUnroll; ++k) {
+            const std::size_t u = u0 + k * std::size_t{gs};
+            v[k] = u >= hi          ? Pack{0, 0}
+                   : (what & kRecv) ? load_pack(rslot + (u - lo) * kUnit)
+                                    : load_unit(mine.in, u, mine.valid);
+          }
+          GNIO_UNROLL
+          for (int k = 0; k < kUnroll; ++k) {
+            const std::size_t u = u0 + k * std::size_t{gs};
+            if (u >= hi) break;
+            put(u, v[k]);
+          }
+        }
+    }
+    c.g.sync();
+    if (what & kSend) po.post((hi - lo) * kUnit);
+    if (what & kRecv) pi.release();
+  }
+};
+
+template <class Coop, class T, class Ops>
+GNIO_HD void ring_exec(CollCall<Coop>& c) {
+  const CollArgs& a = c.a;
+  const int n = c.n, me = c.me;
+  if constexpr (!kReduces<Ops>) {
+    if (a.kind == CollKind::AllToAllV || a.kind == CollKind::AllToAll) {
+      ring_alltoall_exec(c);
+      return;
+    }
+  }
   // Segments: AllReduce splits the buffer into n; ReduceScatter / AllGather use the blocks.
   // Broadcast and Reduce are chains through the ring with one segment.
   const bool chain = a.kind == CollKind::Broadcast || a.kind == CollKind::Reduce;
@@ -787,114 +898,64 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
       default: return {a.in, a.out, a.bytes};
     }
   };
-  // This worker's units of every segment, sliced into messages.
-  const std::size_t wlo = part_begin(useg, c.W, c.w), whi = part_begin(useg, c.W, c.w + 1);
-  const std::size_t nslices = (whi - wlo + cu - 1) / cu;
-  auto slice = [&](std::size_t j, std::size_t* lo, std::size_t* hi) {
-    *lo = wlo + j * cu;
-    *hi = *lo + cu < whi ? *lo + cu : whi;
-  };
-
-  const int right = (me + 1) % n, left = mod(me - 1, n);
-  PipeOut<Coop> po(c, right);
-  PipeIn<Coop> pi(c, left);
-
-  // One step on slice j: optionally receive (from left), combine with this rank's segment `mine`,
-  // store into `store`, send (to right).
-  enum : unsigned { kRecv = 1, kMine = 2, kStore = 4, kSend = 8 };
-  auto step = [&](std::size_t j, unsigned what, const Seg& mine, const Seg& store) {
-    std::size_t lo, hi;
-    slice(j, &lo, &hi);
-    const char* rslot = (what & kRecv) ? pi.wait() : nullptr;
-    char* sslot = (what & kSend) ? po.acquire() : nullptr;
-    // kUnroll units per thread are loaded before any is combined or stored, so that their loads
-    // are in flight together (a message from another node is read from host memory, over the
-    // bus: one load's latency per unit would bound the pipe).
-    constexpr int kUnroll = 4;
-    if (c.st == Status::Ok)
-      for (std::size_t u0 = lo + gr; u0 < hi; u0 += std::size_t{gs} * kUnroll) {
-        Pack r[kUnroll], m[kUnroll];
-        GNIO_UNROLL
-        for (int k = 0; k < kUnroll; ++k) {
-          const std::size_t u = u0 + k * std::size_t{gs};
-          r[k] = (what & kRecv) && u < hi ? load_pack(rslot + (u - lo) * kUnit) : Pack{0, 0};
-          m[k] = (what & kMine) && u < hi ? load_unit(mine.in, u, mine.valid) : Pack{0, 0};
-        }
-        GNIO_UNROLL
-        for (int k = 0; k < kUnroll; ++k) {
-          const std::size_t u = u0 + k * std::size_t{gs};
-          if (u >= hi) break;
-          Pack v = (what & kRecv) ? r[k] : m[k];
-          if constexpr (!std::is_same_v<Op, CopyOp>) {
-            if ((what & kRecv) && (what & kMine)) {
-              Accum<T, Op> acc{};
-              acc.init(r[k]);
-              acc.add(m[k]);
-              v = acc.out();
-            }
-          }
-          if (what & kStore) store_unit(store.out, u, store.valid, v);
-          if (what & kSend) store_pack(sslot + (u - lo) * kUnit, v);
-        }
-      }
-    c.g.sync();
-    if (what & kSend) po.post((hi - lo) * kUnit);
-    if (what & kRecv) pi.release();
-  };
+  using Run = RingRun<Coop, T, Ops>;
+  Run r{c, PipeOut<Coop>(c, (me + 1) % n), PipeIn<Coop>(c, mod(me - 1, n))};
+  r.cu = c.cc.ch.pipe_chunk / kUnit;  // units per message
+  r.wlo = part_begin(useg, c.W, c.w);
+  r.whi = part_begin(useg, c.W, c.w + 1);
+  const std::size_t nslices = (r.whi - r.wlo + r.cu - 1) / r.cu;
+  constexpr unsigned kRecv = Run::kRecv, kMine = Run::kMine, kStore = Run::kStore,
+                     kSend = Run::kSend;
 
   for (std::size_t j = 0; j < nslices; ++j) {
-    switch (a.kind) {
-      case CollKind::AllReduce:
-      case CollKind::ReduceScatter: {
-        const bool ar = a.kind == CollKind::AllReduce;
-        step(j, kMine | kSend, seg(mod(me - 1, n)), Seg{});
-        for (int k = 1; k < n; ++k) {
-          const Seg s = seg(mod(me - 1 - k, n));
-          if (k < n - 1)
-            step(j, kRecv | kMine | kSend, s, Seg{});
-          else
-            step(j, kRecv | kMine | kStore | (ar ? kSend : 0u), s, s);  // s is segment me
-        }
-        if (ar)
-          for (int k = 1; k < n; ++k) {
-            const Seg s = seg(mod(me - k, n));
-            step(j, kRecv | kStore | (k < n - 1 ? kSend : 0u), s, s);
-          }
-        break;
-      }
-      case CollKind::AllGather: {
-        const Seg own = seg(me);
-        step(j, kMine | kSend | (own.out != own.in ? kStore : 0u), own, own);
-        for (int k = 1; k < n; ++k) {
-          const Seg s = seg(mod(me - k, n));
-          step(j, kRecv | kStore | (k < n - 1 ? kSend : 0u), s, s);
-        }
-        break;
-      }
-      case CollKind::Broadcast: {
-        const int p = mod(me - a.root, n);
-        const Seg s = seg(0);
-        if (p == 0)
-          step(j, kMine | kSend | (s.out != s.in ? kStore : 0u), s, s);
-        else
-          step(j, kRecv | kStore | (p < n - 1 ? kSend : 0u), s, s);
-        break;
-      }
-      default: {  // Reduce: chain root+1 -> ... -> root
+    if constexpr (kReduces<Ops>) {
+      if (a.kind == CollKind::Reduce) {  // a chain root+1 -> ... -> root
         const int q = mod(me - a.root - 1, n);
         const Seg s = seg(0);
         if (q == 0)
-          step(j, kMine | kSend, s, s);
+          r.step(j, kMine | kSend, s, s);
         else if (q < n - 1)
-          step(j, kRecv | kMine | kSend, s, s);
+          r.step(j, kRecv | kMine | kSend, s, s);
         else
-          step(j, kRecv | kMine | kStore, s, s);
-        break;
+          r.step(j, kRecv | kMine | kStore, s, s);
+        continue;
       }
+      // AllReduce / ReduceScatter
+      const bool ar = a.kind == CollKind::AllReduce;
+      r.step(j, kMine | kSend, seg(mod(me - 1, n)), Seg{});
+      for (int k = 1; k < n; ++k) {
+        const Seg s = seg(mod(me - 1 - k, n));
+        if (k < n - 1)
+          r.step(j, kRecv | kMine | kSend, s, Seg{});
+        else
+          r.step(j, kRecv | kMine | kStore | (ar ? kSend : 0u), s, s);  // s is segment me
+      }
+      if (ar)
+        for (int k = 1; k < n; ++k) {
+          const Seg s = seg(mod(me - k, n));
+          r.step(j, kRecv | kStore | (k < n - 1 ? kSend : 0u), s, s);
+        }
+    } else {
+      if (a.kind == CollKind::AllGather) {
+        const Seg own = seg(me);
+        r.step(j, kMine | kSend | (own.out != own.in ? kStore : 0u), own, own);
+        for (int k = 1; k < n; ++k) {
+          const Seg s = seg(mod(me - k, n));
+          r.step(j, kRecv | kStore | (k < n - 1 ? kSend : 0u), s, s);
+        }
+        continue;
+      }
+      // Broadcast: a chain root -> root+1 -> ...
+      const int p = mod(me - a.root, n);
+      const Seg s = seg(0);
+      if (p == 0)
+        r.step(j, kMine | kSend | (s.out != s.in ? kStore : 0u), s, s);
+      else
+        r.step(j, kRecv | kStore | (p < n - 1 ? kSend : 0u), s, s);
     }
   }
-  po.drain();
-  pi.commit();
+  r.po.drain();
+  r.pi.commit();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -903,7 +964,7 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
 // member that needs it as pipe messages, one network hop instead of the ring's 2(n - 1). Every
 // receiver combines the inputs in team order, so the result is bit-identical on every rank.
 
-template <class Coop, class T, class Op>
+template <class Coop, class T, class Ops>
 GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
   const CollArgs& a = c.a;
   const int n = c.n, me = c.me;
@@ -977,27 +1038,29 @@ GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
       }
     };
     if (c.st == Status::Ok) {
-      if constexpr (!std::is_same_v<Op, CopyOp>) {
+      if constexpr (kReduces<Ops>) {
         if (!reduce || me == a.root)
-          for (std::size_t u0 = lo + gr; u0 < hi; u0 += step) {
-            Accum<T, Op> acc[kUnroll] = {};
-            for (int m = 0; m < n; ++m) {
-              Pack p[kUnroll];
-              load_batch(m, u0, p);
+          visit_op<Ops>(a.op, [&](auto op) {
+            for (std::size_t u0 = lo + gr; u0 < hi; u0 += step) {
+              Accum<T, decltype(op)> acc[kUnroll] = {};
+              for (int m = 0; m < n; ++m) {
+                Pack p[kUnroll];
+                load_batch(m, u0, p);
+                GNIO_UNROLL
+                for (int k = 0; k < kUnroll; ++k) {
+                  if (m == 0)
+                    acc[k].init(p[k]);
+                  else
+                    acc[k].add(p[k]);
+                }
+              }
               GNIO_UNROLL
               for (int k = 0; k < kUnroll; ++k) {
-                if (m == 0)
-                  acc[k].init(p[k]);
-                else
-                  acc[k].add(p[k]);
+                const std::size_t u = u0 + k * std::size_t{gs};
+                if (u < hi) store_unit(a.out, u, a.bytes, acc[k].out());
               }
             }
-            GNIO_UNROLL
-            for (int k = 0; k < kUnroll; ++k) {
-              const std::size_t u = u0 + k * std::size_t{gs};
-              if (u < hi) store_unit(a.out, u, a.bytes, acc[k].out());
-            }
-          }
+          });
       } else {
         for (int m = 0; m < n; ++m) {
           if (m != me && !sends(m, me)) continue;
@@ -1132,7 +1195,7 @@ GNIO_HD inline CollAlgo CollComm::choose(const detail::CollArgs& a) const {
 // ---------------------------------------------------------------------------------------------
 // Execution
 
-template <class Coop, class T, class Op, CollAlgo kAlgo>
+template <class Coop, class T, class Ops, CollAlgo kAlgo>
 GNIO_HD Status CollComm::run_algo(const detail::CollArgs& args, unsigned w, unsigned W,
                                   CallSite site) const {
   detail::CollArgs a = args;
@@ -1168,27 +1231,27 @@ GNIO_HD Status CollComm::run_algo(const detail::CollArgs& args, unsigned w, unsi
   }
   if constexpr (kAlgo == CollAlgo::Auto) {
     switch (a.algo) {
-      case CollAlgo::LL: detail::ll_exec<Coop, T, Op>(c); break;
+      case CollAlgo::LL: detail::ll_exec<Coop, T, Ops>(c); break;
       case CollAlgo::OneShot:
         if (pipes)
-          detail::pipe_oneshot_exec<Coop, T, Op>(c);
+          detail::pipe_oneshot_exec<Coop, T, Ops>(c);
         else
-          detail::direct_exec<Coop, T, Op>(c, false);
+          detail::direct_exec<Coop, T, Ops, false>(c);
         break;
-      case CollAlgo::TwoShot: detail::direct_exec<Coop, T, Op>(c, true); break;
-      default: detail::ring_exec<Coop, T, Op>(c); break;
+      case CollAlgo::TwoShot: detail::direct_exec<Coop, T, Ops, true>(c); break;
+      default: detail::ring_exec<Coop, T, Ops>(c); break;
     }
   } else if constexpr (kAlgo == CollAlgo::LL) {
-    detail::ll_exec<Coop, T, Op>(c);
+    detail::ll_exec<Coop, T, Ops>(c);
   } else if constexpr (kAlgo == CollAlgo::OneShot) {
     if (pipes)
-      detail::pipe_oneshot_exec<Coop, T, Op>(c);
+      detail::pipe_oneshot_exec<Coop, T, Ops>(c);
     else
-      detail::direct_exec<Coop, T, Op>(c, false);
+      detail::direct_exec<Coop, T, Ops, false>(c);
   } else if constexpr (kAlgo == CollAlgo::TwoShot) {
-    detail::direct_exec<Coop, T, Op>(c, true);
+    detail::direct_exec<Coop, T, Ops, true>(c);
   } else {
-    detail::ring_exec<Coop, T, Op>(c);
+    detail::ring_exec<Coop, T, Ops>(c);
   }
   detail::finish(c);
   return c.st;
@@ -1200,100 +1263,103 @@ GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned 
   return run_algo<Coop, T, Op, CollAlgo::Auto>(args, w, W, site);
 }
 
-template <class Coop, class T, class Op>
-GNIO_HD Status CollComm::allreduce(const T* send, T* recv, std::size_t count, Op, CollAlgo algo,
+template <class Coop, class T, class Op, class Algo>
+GNIO_HD Status CollComm::allreduce(const T* send, T* recv, std::size_t count, Op, Algo algo,
                                    CallSite site) const {
   detail::CollArgs a;
   a.kind = CollKind::AllReduce;
-  a.algo = algo;
+  a.algo = static_cast<CollAlgo>(algo);
+  a.op = Op::kOp;
   a.in = reinterpret_cast<const char*>(send);
   a.out = reinterpret_cast<char*>(recv);
   a.bytes = count * sizeof(T);
   if (count == 0) return Status::Ok;
-  return run<Coop, T, Op>(a, 0, 1, site);
+  return run_algo<Coop, T, Op, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
-template <class Coop, class T, class Op>
+template <class Coop, class T, class Op, class Algo>
 GNIO_HD Status CollComm::reduce_scatter(const T* send, T* recv, std::size_t recvcount, Op,
-                                        CollAlgo algo, CallSite site) const {
+                                        Algo algo, CallSite site) const {
   detail::CollArgs a;
   a.kind = CollKind::ReduceScatter;
-  a.algo = algo;
+  a.algo = static_cast<CollAlgo>(algo);
+  a.op = Op::kOp;
   a.in = reinterpret_cast<const char*>(send);
   a.out = reinterpret_cast<char*>(recv);
   a.bytes = recvcount * sizeof(T);
   a.in_stride = a.bytes;
   if (recvcount == 0) return Status::Ok;
-  return run<Coop, T, Op>(a, 0, 1, site);
+  return run_algo<Coop, T, Op, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
-template <class Coop, class T>
-GNIO_HD Status CollComm::allgather(const T* send, T* recv, std::size_t sendcount, CollAlgo algo,
+template <class Coop, class T, class Algo>
+GNIO_HD Status CollComm::allgather(const T* send, T* recv, std::size_t sendcount, Algo algo,
                                    CallSite site) const {
   detail::CollArgs a;
   a.kind = CollKind::AllGather;
-  a.algo = algo;
+  a.algo = static_cast<CollAlgo>(algo);
   a.in = reinterpret_cast<const char*>(send);
   a.out = reinterpret_cast<char*>(recv);
   a.bytes = sendcount * sizeof(T);
   a.out_stride = a.bytes;
   if (sendcount == 0) return Status::Ok;
-  return run<Coop, std::uint8_t, detail::CopyOp>(a, 0, 1, site);
+  return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
-template <class Coop, class T>
-GNIO_HD Status CollComm::broadcast(const T* send, T* recv, std::size_t count, int root,
-                                   CollAlgo algo, CallSite site) const {
+template <class Coop, class T, class Algo>
+GNIO_HD Status CollComm::broadcast(const T* send, T* recv, std::size_t count, int root, Algo algo,
+                                   CallSite site) const {
   detail::CollArgs a;
   a.kind = CollKind::Broadcast;
-  a.algo = algo;
+  a.algo = static_cast<CollAlgo>(algo);
   a.in = reinterpret_cast<const char*>(send);
   a.out = reinterpret_cast<char*>(recv);
   a.bytes = count * sizeof(T);
   a.root = root;
   if (count == 0) return Status::Ok;
-  return run<Coop, std::uint8_t, detail::CopyOp>(a, 0, 1, site);
+  return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
-template <class Coop, class T, class Op>
-GNIO_HD Status CollComm::reduce(const T* send, T* recv, std::size_t count, Op, int root,
-                                CollAlgo algo, CallSite site) const {
+template <class Coop, class T, class Op, class Algo>
+GNIO_HD Status CollComm::reduce(const T* send, T* recv, std::size_t count, Op, int root, Algo algo,
+                                CallSite site) const {
   detail::CollArgs a;
   a.kind = CollKind::Reduce;
-  a.algo = algo;
+  a.algo = static_cast<CollAlgo>(algo);
+  a.op = Op::kOp;
   a.in = reinterpret_cast<const char*>(send);
   a.out = reinterpret_cast<char*>(recv);
   a.bytes = count * sizeof(T);
   a.root = root;
   if (count == 0) return Status::Ok;
-  return run<Coop, T, Op>(a, 0, 1, site);
+  return run_algo<Coop, T, Op, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
-template <class Coop, class T>
-GNIO_HD Status CollComm::alltoall(const T* send, T* recv, std::size_t count, CollAlgo algo,
+template <class Coop, class T, class Algo>
+GNIO_HD Status CollComm::alltoall(const T* send, T* recv, std::size_t count, Algo algo,
                                   CallSite site) const {
   detail::CollArgs a;
   a.kind = CollKind::AllToAll;
-  a.algo = algo;
+  a.algo = static_cast<CollAlgo>(algo);
   a.in = reinterpret_cast<const char*>(send);
   a.out = reinterpret_cast<char*>(recv);
   a.bytes = count * sizeof(T);
   a.in_stride = a.out_stride = a.bytes;
   if (count == 0) return Status::Ok;
-  return run<Coop, std::uint8_t, detail::CopyOp>(a, 0, 1, site);
+  return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
-template <class Coop, class T>
-GNIO_HD Status CollComm::alltoallv(const T* send, T* recv, const std::uint64_t* table,
-                                   CollAlgo algo, CallSite site) const {
+template <class Coop, class T, class Algo>
+GNIO_HD Status CollComm::alltoallv(const T* send, T* recv, const std::uint64_t* table, Algo algo,
+                                   CallSite site) const {
   detail::CollArgs a;
   a.kind = CollKind::AllToAllV;
-  a.algo = algo;
+  a.algo = static_cast<CollAlgo>(algo);
   a.in = reinterpret_cast<const char*>(send);
   a.out = reinterpret_cast<char*>(recv);
   a.elem_size = sizeof(T);
   a.a2av = table;
-  return run<Coop, std::uint8_t, detail::CopyOp>(a, 0, 1, site);
+  return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
 }  // namespace gnio

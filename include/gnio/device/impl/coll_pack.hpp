@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "gnio/device/atomic.hpp"
 #include "gnio/device/coll_types.hpp"
@@ -69,6 +70,19 @@ GNIO_HD_INLINE void copy_small(char* d, const char* s, std::size_t n) {
   for (; i < n; ++i) d[i] = s[i];
 }
 
+/// The bytes of a unit that is partial (the buffer's last) or not 16-byte aligned, `avail` (< 16
+/// or any) of them, the rest zero. Out of line: every load site would otherwise carry the byte
+/// loops of copy_small, and a buffer's last unit or an unaligned buffer has time for a call.
+GNIO_NOINLINE GNIO_HD inline Pack load_unit_slow(const char* p, std::size_t avail) {
+  Pack r{0, 0};
+  copy_small(reinterpret_cast<char*>(&r), p, avail < kUnit ? avail : kUnit);
+  return r;
+}
+/// Stores the first `avail` (< 16, or any) bytes of `v` at p (see load_unit_slow).
+GNIO_NOINLINE GNIO_HD inline void store_unit_slow(char* p, std::size_t avail, Pack v) {
+  copy_small(p, reinterpret_cast<const char*>(&v), avail < kUnit ? avail : kUnit);
+}
+
 /// Unit `u` of the `bytes`-long buffer at `base`; bytes past its end read as zero (all of it when
 /// the unit starts past the end). Any alignment (the fast path needs a 16-byte aligned unit).
 GNIO_HD_INLINE Pack load_unit(const char* base, std::size_t u, std::size_t bytes) {
@@ -76,9 +90,7 @@ GNIO_HD_INLINE Pack load_unit(const char* base, std::size_t u, std::size_t bytes
   const char* p = base + u * kUnit;
   const std::size_t avail = bytes - u * kUnit;
   if (avail >= kUnit && (reinterpret_cast<std::uintptr_t>(p) & 15) == 0) return load_pack(p);
-  Pack r{0, 0};
-  copy_small(reinterpret_cast<char*>(&r), p, avail < kUnit ? avail : kUnit);
-  return r;
+  return load_unit_slow(p, avail);
 }
 /// Stores unit `u` of the `bytes`-long buffer at `base`, only the bytes inside the buffer.
 GNIO_HD_INLINE void store_unit(char* base, std::size_t u, std::size_t bytes, const Pack& v) {
@@ -89,7 +101,7 @@ GNIO_HD_INLINE void store_unit(char* base, std::size_t u, std::size_t bytes, con
     store_pack(p, v);
     return;
   }
-  copy_small(p, reinterpret_cast<const char*>(&v), avail < kUnit ? avail : kUnit);
+  store_unit_slow(p, avail, v);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,5 +232,39 @@ struct Accum<T, Op, true> {
 
 /// Tag of the data-movement collectives (no reduction).
 struct CopyOp {};
+/// True for an operator (or operator set) that reduces, false for CopyOp.
+template <class Ops>
+inline constexpr bool kReduces = !std::is_same_v<Ops, CopyOp>;
+
+/// A set of operators one kernel serves: the host API compiles one kernel per element type and
+/// algorithm, and the call's operator (CollArgs::op) is chosen at run time around each data loop,
+/// so the pipes, handshakes and waits are compiled once instead of once per operator while every
+/// data loop stays specialised for its operator.
+template <class... Ops>
+struct AnyOp {};
+/// The arithmetic operators (every element type) and the bitwise ones (integers, as bytes).
+using ArithOps = AnyOp<op::Sum, op::Prod, op::Min, op::Max>;
+using BitOps = AnyOp<op::BitAnd, op::BitOr, op::BitXor>;
+
+/// Calls f(Op{}) for the operator of a call: `Ops` itself when it is one operator (the device
+/// API: fixed at compile time), the member of an AnyOp whose kOp is `op` otherwise.
+template <class Ops>
+struct OpVisit {
+  template <class F>
+  static GNIO_HD_INLINE void visit(RedOp, F&& f) {
+    f(Ops{});
+  }
+};
+template <class... Ops>
+struct OpVisit<AnyOp<Ops...>> {
+  template <class F>
+  static GNIO_HD_INLINE void visit(RedOp op, F&& f) {
+    (void)((op == Ops::kOp ? (f(Ops{}), true) : false) || ...);
+  }
+};
+template <class Ops, class F>
+GNIO_HD_INLINE void visit_op(RedOp op, F&& f) {
+  OpVisit<Ops>::visit(op, f);
+}
 
 }  // namespace gnio::detail

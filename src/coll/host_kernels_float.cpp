@@ -1,8 +1,0 @@
-// Without the cuda backend the kernel translation units are plain C++: compile them here, in two
-// units that build in parallel (with the cuda backend, CMake compiles the .cu files with nvcc).
-#if !defined(GNIO_HAVE_CUDA)
-#include "coll/kernels_bf16.cu"
-#include "coll/kernels_f16.cu"
-#include "coll/kernels_f32.cu"
-#include "coll/kernels_f64.cu"
-#endif
