@@ -60,6 +60,13 @@
 #              fail on purpose (gpu_fault) or kill ranks (liveness: a killed target process makes
 #              the tool report the kill, not a defect); each capped at SANITIZE_ALL_S (default 400)
 #              (SANITIZE_TOOLS narrows the tools: a whole run outlasts one device call)
+#   build-time from scratch and timed: configure, gnio + gnio-perf, then every other target (GPU
+#              tests included) into ./build-gpu; r/build-time.txt has the times, libgnio.so's size
+#              and the slowest translation units
+#   vs-old     this build beside an older one's stripped libgnio.so.0 + gnio-perf in OLD_DIR
+#              (default .old): VS_OLD_RUNS (5) interleaved runs each of the stream allreduce,
+#              allgather and reduce_scatter (CUDA graphs, 8 B..VS_OLD_MAX=64M) and the in-kernel
+#              allreduce, 2 ranks under MPS; r/vs-old/compare.md (bench/compare-builds.py)
 #
 # Each step's output: ${OUT:-./out}/r/STEP.log; one status line per step in r/steps.txt (also
 # printed); r/ is packed into ${OUT}/all.tgz every 20 s and at the end, so a call cut short still
@@ -103,7 +110,7 @@ fi
 pack() { tar czf "$out/all.tgz.tmp" -C "$out" r 2>/dev/null && mv "$out/all.tgz.tmp" "$out/all.tgz"; }
 (while sleep 20; do pack; done) &
 packer=$!
-trap 'kill $packer 2>/dev/null; pack' EXIT
+trap 'kill $packer 2>/dev/null; [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mps_stop; pack' EXIT
 
 step() {  # step NAME command...: runs it with its output in $r/NAME.log and records the status
   local name=$1
@@ -115,6 +122,19 @@ step() {  # step NAME command...: runs it with its output in $r/NAME.log and rec
   printf '%-11s rc=%-3d %4ds  (at %ds)\n' "$name" "$rc" $((SECONDS - t0)) "$SECONDS" \
     | tee -a "$r/steps.txt"
   return $rc
+}
+
+# MPS (private directories, stopped at the end of the script): ranks sharing the one GPU run their
+# kernels at once instead of in ~2 ms time slices. Needed for any timing between ranks there.
+mps_start() {
+  export CUDA_MPS_PIPE_DIRECTORY=$out/mps-pipe CUDA_MPS_LOG_DIRECTORY=$r/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d && echo "MPS started" | tee -a "$r/steps.txt"
+}
+mps_stop() {
+  echo quit | nvidia-cuda-mps-control 2>/dev/null
+  sleep 1
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 }
 
 # The RMA tests the proxy's network backends run (as 2 nodes).
@@ -322,6 +342,55 @@ run_step() {
           --target-processes all --error-exitcode 86 ctest --test-dir "$B" -L gpu \
           -LE 'gpu_fault|liveness' --output-on-failure
       done ;;
+    build-time)
+      # From scratch, timed: the library and gnio-perf (the issue's first figure), then every
+      # other target, the GPU tests' nvcc builds included (RelWithDebInfo, sm_90, all cores).
+      {
+        echo "date: $(date -u +%FT%TZ)  host: $(hostname)  cores: $(nproc)"
+        echo "commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (modified)')"
+        nvidia-smi; nvcc --version
+      } >"$r/gpu-info.log" 2>&1
+      rm -rf "$B"
+      local t0=$SECONDS
+      step time-configure cmake -S "$root" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DGNIO_CUDA=ON -DGNIO_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90 ${CMAKE_EXTRA:-}
+      local t1=$SECONDS
+      step time-lib-perf cmake --build "$B" --parallel "$jobs" --target gnio gnio-perf
+      local t2=$SECONDS
+      step time-rest cmake --build "$B" --parallel "$jobs" -- -k 0
+      local t3=$SECONDS
+      {
+        printf 'configure %ds; gnio + gnio-perf %ds; every other target %ds; all from scratch %ds (%d cores)\n' \
+          $((t1 - t0)) $((t2 - t1)) $((t3 - t2)) $((t3 - t0)) "$jobs"
+        ls -l "$B"/src/libgnio.so.*.*.*
+        size -A "$B"/src/libgnio.so.*.*.* | grep -E 'nv_fatbin|Total'
+        awk 'NR>1 {printf "%8.1f s  %s\n", ($2-$1)/1000, $4}' "$B/.ninja_log" | sort -rn | head -25
+      } >"$r/build-time.txt" 2>&1
+      cat "$r/build-time.txt" ;;
+    vs-old)
+      # This build against an older one's libgnio.so.0 + gnio-perf (OLD_DIR, default .old; carried
+      # stripped binaries), VS_OLD_RUNS (default 5) runs each, interleaved, 2 ranks under MPS (both
+      # ranks' kernels run at once on one GPU): the stream collectives in CUDA graphs and the
+      # in-kernel allreduce. bench/compare-builds.py makes the table (median over runs).
+      local old=${OLD_DIR:-$root/.old}
+      mkdir -p "$r/vs-old"
+      mps_start
+      for i in $(seq 1 "${VS_OLD_RUNS:-5}"); do
+        for b in old new; do
+          local perf=$P env_lib=()
+          [ "$b" = old ] && perf=$old/gnio-perf && env_lib=(LD_LIBRARY_PATH="$old${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+          step "vs-old-coll-$b-$i" env "${env_lib[@]}" timeout 300 "$R" -n 2 -- "$perf" coll \
+            --coll allreduce,allgather,reduce_scatter -b 8 -e "${VS_OLD_MAX:-64M}" -f 2 -d f32 -o sum \
+            --inplace 0 -G 20 --json "$r/vs-old/coll-$b-$i.json"
+          step "vs-old-kernel-$b-$i" env "${env_lib[@]}" timeout 120 "$R" -n 2 -- "$perf" \
+            coll-kernel -b 8 -e 64K --json "$r/vs-old/kernel-$b-$i.json"
+        done
+      done
+      mps_stop
+      step vs-old-table python3 bench/compare-builds.py --old "$r/vs-old/*-old-*.json" \
+        --new "$r/vs-old/*-new-*.json" --markdown "$r/vs-old/compare.md" \
+        --title "new build vs old build, 2 ranks on one GPU under MPS"
+      tail -8 "$r/vs-old-table.log" ;;
     *) echo "session-run.sh: unknown step '$1'" >&2; return 2 ;;
   esac
 }
