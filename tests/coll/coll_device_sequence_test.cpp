@@ -52,20 +52,20 @@ std::int32_t val(int b, int r, std::size_t i) {
   return b * 1000 + static_cast<std::int32_t>((i * 7 + static_cast<std::size_t>(r) * 3) % 50);
 }
 
-/// Every collective in one kernel with algorithm tag Tag (reduce_scatter takes OneShot where Tag
-/// is TwoShot, which it lacks; alltoallv always Ring, its only algorithm).
+/// The algorithm tag of reduce_scatter in the kernel of tag Tag: OneShot where Tag is TwoShot,
+/// which reduce_scatter lacks.
+template <class Tag>
+using RsTag =
+    std::conditional_t<Tag::value == CollAlgo::TwoShot, gnio::AlgoTag<CollAlgo::OneShot>, Tag>;
+
+/// Every collective in one kernel with algorithm tag Tag (reduce_scatter: RsTag; alltoallv always
+/// Ring, its only algorithm).
 template <class Tag>
 void sequence_kernel(CollComm cc, std::int32_t* base, SeqLayout L, int root,
                      const std::uint64_t* table, Tag algo, unsigned threads, std::uint32_t* bad) {
+  const RsTag<Tag> rs_algo{};
   gnio::launch(stream(), {.grid = 1, .block = threads}, [=] GNIO_HD() {
     using gnio::Block;
-    constexpr bool kTwoShot = Tag::value == CollAlgo::TwoShot;
-    const auto rs_algo = [&] {
-      if constexpr (kTwoShot)
-        return gnio::algo::oneshot;
-      else
-        return algo;
-    }();
     std::uint32_t fails = 0;
     fails += cc.allreduce<Block>(base + L.ar_in, base + L.ar_out, L.count, gnio::op::Sum{}, algo) !=
              Status::Ok;

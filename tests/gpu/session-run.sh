@@ -66,7 +66,8 @@
 #   vs-old     this build beside an older one's stripped libgnio.so.0 + gnio-perf in OLD_DIR
 #              (default .old): VS_OLD_RUNS (5) interleaved runs each of the stream allreduce,
 #              allgather and reduce_scatter (CUDA graphs, 8 B..VS_OLD_MAX=64M) and the in-kernel
-#              allreduce, 2 ranks under MPS; r/vs-old/compare.md (bench/compare-builds.py)
+#              allreduce (sizes x VS_OLD_F, default 4), 2 ranks under MPS; r/vs-old/compare.md
+#              (bench/compare-builds.py)
 #
 # Each step's output: ${OUT:-./out}/r/STEP.log; one status line per step in r/steps.txt (also
 # printed); r/ is packed into ${OUT}/all.tgz every 20 s and at the end, so a call cut short still
@@ -162,8 +163,13 @@ run_step() {
             ${BUILD_TARGETS:-gnio-run gnio-perf gnio-info}
         fi ;;
     suite)
+      # SUITE_MPS=1: under MPS, so that ranks sharing one GPU run at once (on one GPU without it
+      # every wait between two ranks costs ~2 ms time slices; perf_coll_quick_gpu outlasts its
+      # timeout). SUITE_JOBS: tests at once (default 1).
+      [ "${SUITE_MPS:-0}" = 1 ] && mps_start
       step suite ctest --test-dir "$B" -L gpu --output-on-failure --no-tests=error \
-        --output-junit "$r/ctest-gpu.xml" ${SUITE_FILTER:+-R "$SUITE_FILTER"} ;;
+        -j "${SUITE_JOBS:-1}" --output-junit "$r/ctest-gpu.xml" ${SUITE_FILTER:+-R "$SUITE_FILTER"}
+      [ "${SUITE_MPS:-0}" = 1 ] && mps_stop ;;
     examples)
       step examples bash -c "$R -n 2 -- $B/examples/ping_pong/ping_pong 10000 &&
         $R -n 2 -- $B/examples/ring_pipeline/ring_pipeline 256 65536 &&
@@ -380,7 +386,7 @@ run_step() {
           local perf=$P env_lib=()
           [ "$b" = old ] && perf=$old/gnio-perf && env_lib=(LD_LIBRARY_PATH="$old${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
           step "vs-old-coll-$b-$i" env "${env_lib[@]}" timeout 300 "$R" -n 2 -- "$perf" coll \
-            --coll allreduce,allgather,reduce_scatter -b 8 -e "${VS_OLD_MAX:-64M}" -f 2 -d f32 -o sum \
+            --coll allreduce,allgather,reduce_scatter -b 8 -e "${VS_OLD_MAX:-64M}" -f "${VS_OLD_F:-4}" -d f32 -o sum \
             --inplace 0 -G 20 --json "$r/vs-old/coll-$b-$i.json"
           step "vs-old-kernel-$b-$i" env "${env_lib[@]}" timeout 120 "$R" -n 2 -- "$perf" \
             coll-kernel -b 8 -e 64K --json "$r/vs-old/kernel-$b-$i.json"
