@@ -12,7 +12,8 @@ and a point's time is the median over the runs. For each point:
 
     ratio = new_time / old_time   (< 1: the new build is faster)
 
-A point is flagged SLOWER when ratio > 1 + tolerance (default 3%). The summary gives the number of
+A point is flagged SLOWER when ratio > 1 + tolerance (default 3%); the runs' range (min-max of
+the per-run times) of each build is printed beside it, to tell a change from noise. The summary gives the number of
 points, how many are within the tolerance or faster, the geometric mean of the ratios and the
 worst point. Rows with a failed data check (#wrong > 0) in any run are flagged and counted.
 Standard library only. Exit status: 0, or 1 when a data check failed.
@@ -25,7 +26,7 @@ import math
 import statistics
 import sys
 
-KEY_FIELDS = ("coll", "type", "op", "root", "inplace", "coop", "bytes")
+KEY_FIELDS = ("coll", "op", "type", "root", "inplace", "scope", "mode", "bytes")
 
 
 def load_runs(pattern):
@@ -46,11 +47,13 @@ def points(runs):
     for _, doc in runs:
         sub = doc.get("subcommand", "?")
         for row in doc.get("rows", []):
-            if row.get("time_us") is None:
+            # gnio-perf coll rows carry time_us, coll-kernel and rma rows median_us.
+            t = row.get("time_us", row.get("median_us"))
+            if t is None:
                 continue
             key = (sub,) + tuple(row.get(k) for k in KEY_FIELDS)
             times, wrong, algos = table.get(key, ([], 0, set()))
-            times.append(float(row["time_us"]))
+            times.append(float(t))
             wrong += int(row.get("wrong") or 0)
             if row.get("algo"):
                 algos.add(str(row["algo"]))
@@ -77,7 +80,8 @@ def main():
     old_runs, new_runs = load_runs(args.old), load_runs(args.new)
     old, new = points(old_runs), points(new_runs)
     keys = sorted(set(old) & set(new), key=lambda k: tuple(str(x) if not isinstance(x, int) else f"{x:020d}" for x in k))
-    header = ["what", "type", "op", "inplace", "size", "algo", "old us", "new us", "new/old", ""]
+    header = ["what", "type", "op", "inplace", "size", "algo", "old us", "new us", "new/old",
+              "old runs", "new runs", ""]
     rows, ratios, bad_data = [], [], 0
     for k in keys:
         (ot, ow, oa), (nt, nw, na) = old[k], new[k]
@@ -90,13 +94,16 @@ def main():
             bad_data += 1
         elif ratio > 1 + args.tolerance:
             flag = "SLOWER"
-        sub, coll, typ, op, _root, inplace, coop, nbytes = k
-        what = coll or sub
-        if coop:
-            what = f"{what} ({coop})"
+        sub, coll, op, typ, _root, inplace, scope, mode, nbytes = k
+        what = coll or op or sub
+        if scope:
+            what = f"{what} ({scope})"
+        if coll is None:  # coll-kernel / rma rows: `op` names the operation, not a reduction
+            op = ""
         algo = ",".join(sorted(oa | na))
         rows.append([f"{sub}:{what}", str(typ or ""), str(op or ""), str(inplace if inplace is not None else ""),
-                     size_text(int(nbytes)), algo, f"{o:.2f}", f"{n:.2f}", f"{ratio:.3f}", flag])
+                     size_text(int(nbytes)), algo, f"{o:.2f}", f"{n:.2f}", f"{ratio:.3f}",
+                     f"{min(ot):.2f}-{max(ot):.2f}", f"{min(nt):.2f}-{max(nt):.2f}", flag])
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
@@ -105,7 +112,7 @@ def main():
     within = sum(1 for r in finite if r <= 1 + args.tolerance)
     worst = max(range(len(rows)), key=lambda i: ratios[i]) if rows else None
     summary = [
-        f"{args.title}: {len(rows)} points, {len(old_runs)} old and {len(new_runs)} new runs "
+        f"{args.title}: {len(rows)} points, {len(old_runs)} old and {len(new_runs)} new result files "
         f"(median over runs of each run's median)",
         f"within {args.tolerance:.0%} or faster: {within}/{len(finite)}; geometric mean new/old "
         f"{geo:.3f}",
