@@ -392,6 +392,13 @@ void CommImpl::check() const {
              kCmp[r.cmp < 6 ? r.cmp : 0], static_cast<unsigned long long>(r.expected),
              static_cast<unsigned long long>(r.seen),
              r.peer >= 0 ? format(" (expected from rank %d)", r.peer).c_str() : "");
+      case Status::RemoteError:
+        fail(ErrorClass::RemoteError,
+             "rank %d: %s: rank %d failed this call (a wait there timed out or the call hit an "
+             "error) and published a failure mark instead of its progress, so no result of the "
+             "call is reported as done; that rank's own error says why. The communicator is "
+             "aborted",
+             r.rank, where.c_str(), r.peer);
       case Status::Unsupported:
         fail(ErrorClass::Unsupported,
              "rank %d: %s targeted rank %d, which no transport reaches (it is on another node and "

@@ -3,6 +3,7 @@
 // are InvalidArgument; peers no transport reaches are Unsupported. Each test runs in its own
 // process pair (see CMakeLists.txt) because a failure leaves the communicator aborted.
 #include <chrono>
+#include <cstdlib>
 #include <vector>
 
 #include "common/gnio_test.hpp"
@@ -49,6 +50,47 @@ SymPtr<std::uint64_t> zeroed_signal(gnio::Comm& c) {
   gnio_test::to_device(c.local(sig), &zero, 8);
   c.bootstrap().barrier();
   return sig;
+}
+
+/// Raises rank `target`'s `sig` to 1, 2, ..., steps, one step every `step_ns`.
+void slow_signal_kernel(DeviceComm dc, SymPtr<std::uint64_t> sig, std::uint64_t steps,
+                        std::uint64_t step_ns, int target) {
+  gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
+    const std::uint64_t t0 = gnio::dev::now_ns();
+    for (std::uint64_t k = 1; k <= steps; ++k) {
+      while (gnio::dev::now_ns() - t0 < k * step_ns) gnio::dev::poll_pause(0);
+      dc.signal(sig, k, gnio::SignalOp::Set, target);
+    }
+  });
+}
+
+void wait_signal_kernel(DeviceComm dc, SymPtr<std::uint64_t> sig, std::uint64_t value) {
+  gnio::launch(stream(), {.grid = 1, .block = 1},
+               [=] GNIO_HD() { (void)dc.wait_signal(sig, Cmp::Ge, value); });
+}
+
+// A timeout means "no progress for GNIO_TIMEOUT", not "the whole wait took longer": rank 1 raises
+// rank 0's signal one step every 0.4 x GNIO_TIMEOUT for 2.4 x GNIO_TIMEOUT in all, and rank 0's
+// single wait for the last step must succeed (before 2026-12-03 it timed out after GNIO_TIMEOUT).
+TEST(Timeout, SlowProgressIsNotATimeout) {
+  gnio::Comm& c = comm();
+  SymPtr<std::uint64_t> sig = zeroed_signal(c);
+  const char* t = std::getenv("GNIO_TIMEOUT");
+  const std::uint64_t step_ns = static_cast<std::uint64_t>((t ? std::atof(t) : 2.0) * 0.4e9);
+  constexpr std::uint64_t kSteps = 6;
+  DeviceComm dc = c.device_comm();
+  auto start = std::chrono::steady_clock::now();
+  if (c.rank() == 1)
+    slow_signal_kernel(dc, sig, kSteps, step_ns, 0);
+  else if (c.rank() == 0)
+    wait_signal_kernel(dc, sig, kSteps);
+  EXPECT_NO_THROW(c.synchronize(stream()));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (c.rank() == 0) {
+    EXPECT_GT(took, 2.0 * static_cast<double>(step_ns) / 1e9) << "the wait ended early";
+  }
+  c.bootstrap().barrier();
 }
 
 TEST(Timeout, WaitSignalNamesCallSiteAndAddress) {

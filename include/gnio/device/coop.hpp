@@ -3,7 +3,8 @@
 // of every operation (`comm.put<gnio::Warp>(...)`), replacing NVSHMEM's _warp/_block suffixes.
 //
 // Each group type offers: rank() (this thread's index in the group), size(), sync() (a barrier
-// over the group) and leader() (rank() == 0).
+// over the group), any(p) (a barrier that tells every member whether p held on any member: how a
+// group agrees on an outcome before its leader publishes it) and leader() (rank() == 0).
 #pragma once
 
 #include "gnio/device/macros.hpp"
@@ -16,6 +17,7 @@ struct Thread {
   GNIO_HD_INLINE unsigned rank() const { return 0; }
   GNIO_HD_INLINE static constexpr unsigned size() { return 1; }
   GNIO_HD_INLINE void sync() const {}
+  GNIO_HD_INLINE bool any(bool p) const { return p; }
   GNIO_HD_INLINE bool leader() const { return true; }
 };
 
@@ -36,6 +38,14 @@ struct Tile {
 #endif
     }
   }
+  GNIO_HD_INLINE bool any(bool p) const {
+    if constexpr (N == 1) {
+      return p;
+    } else {
+      const unsigned mask = (N == 32 ? 0xffffffffu : ((1u << N) - 1u) << (dev::lane() & ~(N - 1)));
+      return dev::warp_ballot(mask, p) != 0;
+    }
+  }
   GNIO_HD_INLINE bool leader() const { return rank() == 0; }
 };
 
@@ -47,6 +57,7 @@ struct Block {
   GNIO_HD_INLINE unsigned rank() const { return dev::thread(); }
   GNIO_HD_INLINE unsigned size() const { return dev::block_size(); }
   GNIO_HD_INLINE void sync() const { dev::sync_block(); }
+  GNIO_HD_INLINE bool any(bool p) const { return dev::sync_block_or(p); }
   GNIO_HD_INLINE bool leader() const { return dev::thread() == 0; }
 };
 

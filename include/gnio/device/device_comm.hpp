@@ -127,6 +127,10 @@ struct DeviceComm {
   }
 
   // ======== one-sided data movement ========
+  // Group operations (Coop = Tile<N>, Warp, Block): the whole group calls with the same
+  // arguments, and the group is synchronized at entry and exit, as NVSHMEM's _warp/_block calls:
+  // every member's writes of the source before the call are copied, and on return the operation
+  // is as far along for every member as the function says (so one member may signal for all).
   /// Copies `count` elements from `src` (any memory this rank can read) to `dst` on `peer`.
   /// Returns when `src` may be reused; the data is visible at the peer after quiet(), fence()
   /// followed by a signal, or a barrier. A peer on another node is reached through the proxy
@@ -263,6 +267,10 @@ struct DeviceComm {
                          bool post = true) const;
   /// quiet()'s wait for every operation posted to the proxy so far to be applied remotely.
   GNIO_HD void proxy_quiet() const;
+  /// The peer-memory path of put/put_nbi/get/get_nbi: the group copies `bytes` between its
+  /// barriers at entry and exit (see device_comm_impl.hpp).
+  template <class Coop>
+  GNIO_HD void group_p2p_copy(void* dst, const void* src, std::size_t bytes) const;
   /// Classifies and records why a target was refused (InvalidArgument or Unsupported).
   GNIO_HD void reject_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
                              CallSite site) const;

@@ -40,6 +40,10 @@ void* host_block_shared(HostBlock* b);
 /// Exchanges one 64-bit word among the lanes of a warp: lane `src_lane`'s value to every lane.
 std::uint64_t host_warp_broadcast(HostBlock* b, unsigned warp, unsigned lane, std::uint64_t v,
                                   unsigned src_lane);
+/// A block barrier that also tells every thread whether `p` held on any thread.
+bool host_block_any(HostBlock* b, unsigned thread, bool p);
+/// A warp barrier that returns the mask of lanes whose `p` held.
+std::uint32_t host_warp_ballot(HostBlock* b, unsigned warp, unsigned lane, bool p);
 
 }  // namespace detail
 
@@ -106,6 +110,26 @@ GNIO_HD_INLINE void sync_warp() {
   __syncwarp();
 #else
   detail::host_warp_sync(detail::t_host_thread->host_block, warp());
+#endif
+}
+/// Barrier over the threads of this block that also returns, on every thread, whether `p` was
+/// true on any of them (__syncthreads_or).
+GNIO_HD_INLINE bool sync_block_or(bool p) {
+#if GNIO_ON_DEVICE
+  return __syncthreads_or(p) != 0;
+#else
+  return detail::host_block_any(detail::t_host_thread->host_block, thread(), p);
+#endif
+}
+/// Barrier over the lanes of `mask` (this warp's lanes whose bits are set; all of them must call)
+/// that returns the mask of those lanes whose `p` was true (__syncwarp + __ballot_sync). On the
+/// host backend every lane of the warp must call (as for sync_warp), whatever `mask` says.
+GNIO_HD_INLINE std::uint32_t warp_ballot(std::uint32_t mask, bool p) {
+#if GNIO_ON_DEVICE
+  __syncwarp(mask);
+  return __ballot_sync(mask, p) & mask;
+#else
+  return detail::host_warp_ballot(detail::t_host_thread->host_block, warp(), lane(), p) & mask;
 #endif
 }
 /// Lane `src`'s value of `v`, returned to every lane of the warp (all lanes must call).

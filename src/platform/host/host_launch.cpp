@@ -329,6 +329,9 @@ void run_host_kernel(const detail::HostTask& task, detail::HostStream* stream) {
     for (unsigned w = 0; w < warps; ++w) blk.warp_barriers[w].init(blk.lanes_in_warp(w));
     blk.broadcast_slots = std::make_unique<std::uint64_t[]>(2 * warps);
     blk.broadcast_rounds = std::make_unique<std::uint32_t[]>(block);
+    blk.warp_votes = std::make_unique<std::atomic<std::uint32_t>[]>(3 * warps);
+    blk.block_vote_rounds = std::make_unique<std::uint32_t[]>(block);
+    blk.warp_vote_rounds = std::make_unique<std::uint32_t[]>(block);
   }
 
   // All workers are taken before any is woken (see the design note at the top).
@@ -384,6 +387,26 @@ std::uint64_t host_warp_broadcast(HostBlock* b, unsigned warp, unsigned lane, st
   // The barrier orders the source lane's write before every lane's read below.
   b->warp_barriers[warp].arrive_and_wait();
   return slot;
+}
+
+bool host_block_any(HostBlock* b, unsigned thread, bool p) {
+  const std::uint32_t k = b->block_vote_rounds[thread]++;
+  if (p) b->block_votes[k % 3].fetch_or(1u, std::memory_order_relaxed);
+  b->block_barrier.arrive_and_wait();  // orders every vote before every read (and like dev::sync_block)
+  const bool any = b->block_votes[k % 3].load(std::memory_order_relaxed) != 0;
+  if (thread == 0) b->block_votes[(k + 2) % 3].store(0, std::memory_order_relaxed);
+  return any;
+}
+
+std::uint32_t host_warp_ballot(HostBlock* b, unsigned warp, unsigned lane, bool p) {
+  const unsigned t = warp * kWarpSize + lane;
+  const std::uint32_t k = b->warp_vote_rounds[t]++;
+  std::atomic<std::uint32_t>* slots = &b->warp_votes[3 * warp];
+  if (p) slots[k % 3].fetch_or(1u << lane, std::memory_order_relaxed);
+  b->warp_barriers[warp].arrive_and_wait();
+  const std::uint32_t mask = slots[k % 3].load(std::memory_order_relaxed);
+  if (lane == 0) slots[(k + 2) % 3].store(0, std::memory_order_relaxed);
+  return mask;
 }
 
 }  // namespace gnio::detail

@@ -12,6 +12,10 @@
 
 #include "gnio/device/thread.hpp"
 #include "gnio/launch.hpp"
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
 #include "platform/host/host_barrier.hpp"
 
 namespace gnio::detail {
@@ -30,6 +34,14 @@ struct HostBlock {
   std::unique_ptr<std::uint64_t[]> broadcast_slots;
   /// Per thread: how many broadcasts it has done (selects the slot); touched only by its thread.
   std::unique_ptr<std::uint32_t[]> broadcast_rounds;
+  /// Votes (dev::sync_block_or, dev::warp_ballot): three slots for the block and three per warp,
+  /// vote k using slot k % 3. After vote k's barrier every thread has read vote k - 1's slot and
+  /// none can write vote k + 2's before the clearing thread (thread 0 / lane 0) passed vote k + 1's
+  /// barrier, so that thread clears slot (k + 2) % 3 right after reading vote k.
+  std::atomic<std::uint32_t> block_votes[3] = {};
+  std::unique_ptr<std::atomic<std::uint32_t>[]> warp_votes;
+  /// Per thread: how many block (warp) votes it has taken part in; touched only by its thread.
+  std::unique_ptr<std::uint32_t[]> block_vote_rounds, warp_vote_rounds;
   /// This block's dynamic shared memory (LaunchDims::shared_bytes, 16-byte aligned, zeroed).
   void* shared = nullptr;
   /// Threads in this block (LaunchDims::block).

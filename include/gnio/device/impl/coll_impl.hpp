@@ -19,6 +19,15 @@
 //    then the head word in the receiver's inbox), its consumption comes back as a signal on the
 //    tail word in the sender's inbox; its message numbers run on from call to call
 //    (land_count), so it is not drained at the end of a call.
+//
+// Failures: a call that failed on a rank (a wait timed out, the communicator was aborted, a bad
+// argument) must not let its peers finish with wrong data. Before the group publishes anything
+// that vouches for data (a pipe message posted or consumed, "done" of OneShot/TwoShot, the LL
+// credit) it agrees on its status (CollCall::agree: a failure of any member is everyone's), and a
+// failed call publishes kCollPoison instead of progress. A peer's wait that sees it ends with
+// RemoteError naming this rank (wait_ge_slow), so every rank of a call that failed anywhere
+// returns an error, except where what it got is right by construction: LL packets carry their
+// call's flag, so a rank that got every packet has the right result and may return Ok.
 #pragma once
 
 #include "gnio/device/coll.hpp"
@@ -58,17 +67,26 @@ GNIO_HD_INLINE const char* coll_op_name(CollKind k, CollAlgo a) {
   return kNames[static_cast<int>(k)][static_cast<int>(a)];
 }
 
+/// What a rank whose call failed publishes instead of progress (see the top of this file): above
+/// every progress value, so that every wait for progress ends, and never a progress value.
+inline constexpr std::uint64_t kCollPoison = ~std::uint64_t{0};
+
 /// The part of a wait that spins: kept out of line (one copy per kernel instead of one per wait
-/// site; a wait that has to spin has time for a call). The caller has already looked once.
+/// site; a wait that has to spin has time for a call). The caller has already looked once. A
+/// poison mark from the peer ends it with RemoteError naming that peer.
 GNIO_NOINLINE GNIO_HD inline Status wait_ge_slow(const DeviceComm& dc, const std::uint64_t* p,
                                                  std::uint64_t value, const char* op, int peer,
                                                  std::uint64_t offset, CallSite site) {
-  return dc.wait_until(
+  std::uint64_t last = 0;
+  const Status st = dc.wait_until(
       [&](std::uint64_t& seen) {
-        seen = dev::atomic_load(p, dev::Order::Acquire);
+        seen = last = dev::atomic_load(p, dev::Order::Acquire);
         return seen >= value;
       },
       op, peer, offset, Cmp::Ge, value, site);
+  if (st != Status::Ok || last != kCollPoison) return st;
+  dc.report(Status::RemoteError, op, peer, offset, value, last, Cmp::Ge, 0, site);
+  return Status::RemoteError;
 }
 
 /// A unit of LL packets and how the wait for it ended.
@@ -131,9 +149,39 @@ struct CollCall {
   /// a timeout's report.
   GNIO_HD_INLINE void wait_ge_at(const std::uint64_t* p, std::uint64_t offset, std::uint64_t value,
                                  int peer_member) {
-    if (st != Status::Ok || dev::atomic_load(p, dev::Order::Acquire) >= value) return;
+    if (st != Status::Ok) return;
+    if (const std::uint64_t v = dev::atomic_load(p, dev::Order::Acquire);
+        v >= value && v != kCollPoison)
+      return;
     st = wait_ge_slow(cc.dc, p, value, name, peer_member >= 0 ? world(peer_member) : -1, offset,
                       site);
+  }
+  /// A group barrier after which every member has the same status: Ok only when it is Ok on
+  /// every member, otherwise one of the members' failures (the same one everywhere). Every
+  /// publication of progress follows one, so a leader never vouches for data that another member
+  /// failed to move. (On the success path it costs what the plain barrier it replaces costs.)
+  GNIO_HD_INLINE void agree() {
+    if (!g.any(st != Status::Ok)) return;
+    agree_on_failure();
+  }
+  GNIO_HD void agree_on_failure() {
+    // The most specific failure any member has, the same on every member.
+    if (g.any(st == Status::RemoteError))
+      st = Status::RemoteError;
+    else if (g.any(st == Status::Aborted))
+      st = Status::Aborted;
+    else if (g.any(st == Status::Timeout))
+      st = Status::Timeout;
+    else if (g.any(st == Status::InvalidArgument))
+      st = Status::InvalidArgument;
+    else if (g.any(st == Status::Unsupported))
+      st = Status::Unsupported;
+    else
+      st = Status::Aborted;  // (a status this code never sets)
+  }
+  /// The value to publish for progress `value`: itself, or kCollPoison once the call failed.
+  GNIO_HD_INLINE std::uint64_t mark(std::uint64_t value) const {
+    return st == Status::Ok ? value : kCollPoison;
   }
   /// Offset in the landing inbox of the head (tail) word of this worker's pipe from member m.
   GNIO_HD_INLINE std::uint64_t land_flag(bool tail, int m) const {
@@ -156,9 +204,10 @@ struct CollCall {
   GNIO_HD_INLINE std::uint32_t land_desc_flags(bool host_source) const {
     return (cc.ch.landing << kProxyRegionShift) | (host_source ? kProxyHostSource : 0u);
   }
-  /// Stores `value` into member m's `word` with release (its earlier stores are visible first).
+  /// Publishes progress `value` (mark(value)) in member m's `word` with release (its earlier
+  /// stores are visible first).
   GNIO_HD_INLINE void signal(SymPtr<std::uint64_t> word, std::uint64_t value, int m) const {
-    dev::atomic_store(cc.dc.peer_ptr(word, world(m)), value, dev::Order::Release);
+    dev::atomic_store(cc.dc.peer_ptr(word, world(m)), mark(value), dev::Order::Release);
   }
   /// Records a failure of this call (first one per communicator wins) and remembers it.
   GNIO_HD_INLINE void fail(Status s, int peer_member, std::uint64_t offset, std::uint64_t expected,
@@ -234,6 +283,7 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
   auto send = [&](int m, const char* src, std::size_t bytes) {
     const std::uint64_t e = c.epoch(m);
     if (e > 2) c.wait_ge(ch.credit + c.slot(m), e - 2, m);  // m is done with this half's last use
+    if (c.st != Status::Ok) return;                         // m may still be reading that half
     std::uint64_t* dst = slot_base(c.cc.dc.peer_ptr(ch.ll, c.world(m)), e, c.slot(me));
     const std::uint32_t f = ll_flag(e);
     const std::size_t U = units_of(bytes);
@@ -343,7 +393,7 @@ GNIO_HD void direct_exec(CollCall<Coop>& c) {
   }
   for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size()))
     if (k != me) c.wait_ge(c.flag(ch.head, k), progress(c.epoch(k), 1), k);
-  c.g.sync();
+  c.agree();
 
   // Member m's input (which = 0) or output (1) base as this rank addresses it; nullptr when m's
   // is not in the heap (then the call fails on every rank that needs it instead of hanging).
@@ -521,14 +571,14 @@ GNIO_HD void direct_exec(CollCall<Coop>& c) {
     }
   }
 
-  // Done: this worker finished reading (and writing) the peers' buffers; wait until every peer
-  // has finished with this rank's.
-  c.g.sync();
+  // Done: this worker finished reading (and writing) the peers' buffers (or failed: then the
+  // peers see the poison mark instead); wait until every peer has finished with this rank's.
+  c.agree();
   for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size()))
     if (k != me) c.signal(c.flag(ch.head, me), progress(c.epoch(k), 2), k);
   for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size()))
     if (k != me) c.wait_ge(c.flag(ch.head, k), progress(c.epoch(k), 2), k);
-  c.g.sync();
+  c.agree();
   if (temp && c.st == Status::Ok) copy_range(c.g, a.out, dst, a.bytes, ub, ue);
 }
 
@@ -608,10 +658,13 @@ struct PipeOut {
     // it. (That chain runs through two proxy threads and the network; the proxy carries it in
     // the memory model too: a receiving thread acquires what every sending thread released after
     // its sends before it applies a landing signal.)
-    ProxyDesc desc = proxy_desc(ProxyOp::PutSignal, c->world(d), base + at, remote + at, bytes,
-                                c->land_flag(false, c->me), before + sent, SignalOp::Set);
-    desc.flags = c->land_desc_flags(true);
-    c->cc.dc.template proxy_put<Coop>(desc, false, c->name, c->site, c->st == Status::Ok);
+    // A failed call sends the poison mark alone (no data): d's wait for this message fails.
+    const bool ok = c->st == Status::Ok;
+    ProxyDesc desc = proxy_desc(ok ? ProxyOp::PutSignal : ProxyOp::Signal, c->world(d),
+                                ok ? base + at : nullptr, ok ? remote + at : 0, ok ? bytes : 0,
+                                c->land_flag(false, c->me), c->mark(before + sent), SignalOp::Set);
+    desc.flags = c->land_desc_flags(ok);
+    c->cc.dc.template proxy_put<Coop>(desc, false, c->name, c->site, true);
   }
   /// Ends the call's use of the pipe. p2p: waits until d consumed every message (so the next call
   /// starts with an empty pipe); proxied: records how many messages went (the next call goes on
@@ -674,7 +727,7 @@ struct PipeIn {
     }
     // Into s's inbox, where its PipeOut waits for it.
     ProxyDesc desc = proxy_desc(ProxyOp::Signal, c->world(s), nullptr, 0, 0,
-                                c->land_flag(true, c->me), before + got, SignalOp::Set);
+                                c->land_flag(true, c->me), c->mark(before + got), SignalOp::Set);
     desc.flags = c->land_desc_flags(false);
     (void)c->cc.dc.proxy_post(desc, false, c->name, c->site);
   }
@@ -758,7 +811,7 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
           const char* src = send_ptr(d);
           for (std::size_t u = lo + gr; u < hi; u += gs)
             store_pack(slot + (u - lo) * kUnit, load_unit(src, u, bytes));
-          c.g.sync();
+          c.agree();
           po.post((hi - lo) * kUnit);
         }
       }
@@ -775,7 +828,7 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
           char* dst = recv_ptr(s);
           for (std::size_t u = lo + gr; u < hi; u += gs)
             store_unit(dst, u, bytes, load_pack(slot + (u - lo) * kUnit));
-          c.g.sync();
+          c.agree();
           pi.release();
         }
       }
@@ -862,7 +915,7 @@ struct RingRun {
           }
         }
     }
-    c.g.sync();
+    c.agree();
     if (what & kSend) po.post((hi - lo) * kUnit);
     if (what & kRecv) pi.release();
   }
@@ -1010,7 +1063,7 @@ GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
       if (c.st == Status::Ok)
         for (std::size_t u = lo + gr; u < hi; u += gs)
           store_pack(slot + (u - lo) * kUnit, load_unit(src, u, a.bytes));
-      c.g.sync();
+      c.agree();
       po.post((hi - lo) * kUnit);
     }
     for (int k = 1; k < n; ++k) {
@@ -1079,7 +1132,7 @@ GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
         }
       }
     }
-    c.g.sync();
+    c.agree();
     for (int k = 1; k < n; ++k) {
       const int s = (me + k) % n;
       if (!sends(s, me)) continue;
@@ -1123,7 +1176,7 @@ inline constexpr dev::Order kCreditOrder =
 /// rank is done with the call (the LL credit).
 template <class Coop>
 GNIO_HD void finish(CollCall<Coop>& c) {
-  c.g.sync();
+  c.agree();
   if (c.g.leader()) {
     bool last = true;
     if (c.W > 1) {
@@ -1144,7 +1197,7 @@ GNIO_HD void finish(CollCall<Coop>& c) {
         // this call's stores into the peers' memory (the LL packets) to be acknowledged, a
         // round trip over the link on every in-kernel call. CPU threads keep the release
         // (free on x86; on weaker CPUs it orders the reads formally).
-        dev::atomic_store(c.cc.dc.peer_ptr(c.cc.ch.credit + c.slot(c.me), c.world(m)), e,
+        dev::atomic_store(c.cc.dc.peer_ptr(c.cc.ch.credit + c.slot(c.me), c.world(m)), c.mark(e),
                           kCreditOrder);
       }
     }

@@ -61,8 +61,9 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::report(Status status, const char* 
     detail::copy_tail(r.op, sizeof(r.op), op);
     detail::copy_tail(r.file, sizeof(r.file), site.file);
     dev::atomic_store(&r.state, 2u, dev::Order::Release);
-    // Every later wait of the communicator sees this and returns Status::Aborted.
-    dev::atomic_store(&control_->abort, kAbortDeviceError, dev::Order::Release);
+    // Every later wait of the communicator sees this and returns Status::Aborted. An abort
+    // already raised (a lost rank: later waits must keep saying RemoteError and name it) stays.
+    (void)dev::atomic_compare_swap(&control_->abort, 0u, kAbortDeviceError, dev::Order::Release);
   }
 }
 
@@ -70,15 +71,18 @@ template <class Ready>
 GNIO_HD inline Status DeviceComm::wait_until(Ready ready, const char* op, int peer,
                                              std::uint64_t heap_offset, Cmp cmp,
                                              std::uint64_t expected, CallSite site) const {
+  // The deadline measures the absence of progress: it restarts whenever the watched value
+  // changes (a credit or a counter that advances slowly but steadily never times out).
   std::uint64_t seen = 0;
-  std::uint64_t start = 0;
+  std::uint64_t start = 0, last = 0;
   for (std::uint32_t it = 0;; ++it) {
     if (ready(seen)) return Status::Ok;
     if ((it & detail::kWaitCheckMask) == detail::kWaitCheckMask) {
       if (aborted()) return abort_status();
       const std::uint64_t now = dev::now_ns();
-      if (start == 0) {
+      if (start == 0 || seen != last) {
         start = now;
+        last = seen;
       } else if (timeout_ns_ && now - start > timeout_ns_) {
         report(Status::Timeout, op, peer, heap_offset, expected, seen, cmp, now - start, site);
         return Status::Timeout;
@@ -206,6 +210,7 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_get(void* dst, std::uint64_t
                                                         std::uint64_t bytes, int peer, bool wait,
                                                         const char* op, CallSite site) const {
   const Coop g{};
+  g.sync();  // a group operation: the group meets at entry and exit
   if (g.leader() && proxy_reaches(peer, dst, bytes, false, site) &&
       proxy_target(op, peer, src_offset, bytes, site)) {
     std::uint64_t ticket = 0;
@@ -270,6 +275,21 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::reject_target(const char* op, int 
 // ---------------------------------------------------------------------------------------------
 // one-sided data movement
 
+// A group operation synchronizes the group at entry and at exit, as NVSHMEM's warp and block
+// calls do (free for Thread): on entry so that every member's writes of the source (shared-memory
+// staging, say) are there before any member copies it; on exit so that on return the whole
+// transfer is done for every member - the source may be reused, and a signal that one member
+// sends afterwards follows every member's stores (the barrier orders them before the signal's
+// release, which is cumulative).
+template <class Coop>
+GNIO_HD_INLINE void DeviceComm::group_p2p_copy(void* dst, const void* src,
+                                               std::size_t bytes) const {
+  const Coop g{};
+  g.sync();
+  detail::group_copy(dst, src, bytes, g);
+  g.sync();
+}
+
 template <class Coop, class T>
 GNIO_HD inline void DeviceComm::put(SymPtr<T> dst, const T* src, std::size_t count, int peer,
                                     CallSite site) const {
@@ -280,7 +300,7 @@ GNIO_HD inline void DeviceComm::put(SymPtr<T> dst, const T* src, std::size_t cou
         "put", site);
     return;
   }
-  detail::group_copy(peer_ptr(dst, peer), src, bytes, Coop{});
+  group_p2p_copy<Coop>(peer_ptr(dst, peer), src, bytes);
 }
 
 template <class Coop, class T>
@@ -293,7 +313,7 @@ GNIO_HD inline void DeviceComm::put_nbi(SymPtr<T> dst, const T* src, std::size_t
         "put_nbi", site);
     return;
   }
-  detail::group_copy(peer_ptr(dst, peer), src, bytes, Coop{});
+  group_p2p_copy<Coop>(peer_ptr(dst, peer), src, bytes);
 }
 
 template <class Coop, class T>
@@ -304,8 +324,7 @@ GNIO_HD inline void DeviceComm::get(T* dst, SymPtr<T> src, std::size_t count, in
     proxy_get<Coop>(dst, src.offset, bytes, peer, true, "get", site);
     return;
   }
-  detail::group_copy(dst, peer_ptr(src, peer), bytes, Coop{});
-  Coop{}.sync();
+  group_p2p_copy<Coop>(dst, peer_ptr(src, peer), bytes);
 }
 
 template <class Coop, class T>
@@ -316,7 +335,7 @@ GNIO_HD inline void DeviceComm::get_nbi(T* dst, SymPtr<T> src, std::size_t count
     proxy_get<Coop>(dst, src.offset, bytes, peer, false, "get_nbi", site);
     return;
   }
-  detail::group_copy(dst, peer_ptr(src, peer), bytes, Coop{});
+  group_p2p_copy<Coop>(dst, peer_ptr(src, peer), bytes);
 }
 
 template <class Coop, class T>
@@ -333,6 +352,7 @@ GNIO_HD inline void DeviceComm::put_signal(SymPtr<T> dst, const T* src, std::siz
         true, "put_signal", site);
     return;
   }
+  g.sync();  // every member's writes of the source come first (as in every group operation)
   detail::group_copy(peer_ptr(dst, peer), src, bytes, g);
   // Every member's stores happen before the leader's release (the group barrier orders them),
   // and a system-scope release is cumulative: a peer that acquires the signal sees all data.
@@ -501,7 +521,11 @@ GNIO_HD inline Status DeviceComm::sync(const Team& team, CallSite site) const {
 
 template <class Coop>
 GNIO_HD inline Status DeviceComm::barrier(const Team& team, CallSite site) const {
-  quiet();
+  // Every member's operations are issued (the group barrier), so the leader's quiet completes
+  // them all; sync() starts with a group barrier that holds the others until it has.
+  const Coop g{};
+  g.sync();
+  if (g.leader()) quiet();
   return sync<Coop>(team, site);
 }
 
