@@ -61,6 +61,17 @@ GNIO_HD_INLINE std::uint8_t pattern_byte(int rank, std::size_t i, unsigned salt 
 
 inline constexpr std::uint8_t kPoison = 0xA5;
 
+/// Threads per block that make cooperation group `Coop` one whole group (Block: 128).
+template <class Coop>
+unsigned group_threads() {
+  if constexpr (std::is_same_v<Coop, gnio::Thread>)
+    return 1;
+  else if constexpr (std::is_same_v<Coop, gnio::Block>)
+    return 128;
+  else
+    return Coop::size();
+}
+
 /// Host-side copy helpers (device memory on the cuda backend).
 inline void to_device(void* dst, const void* src, std::size_t n) {
   comm().copy(dst, src, n, stream());

@@ -25,6 +25,7 @@ using gnio::Thread;
 using gnio::Tile;
 using gnio::Warp;
 using gnio_test::comm;
+using gnio_test::group_threads;
 using gnio_test::stream;
 
 constexpr int kRounds = 8;
@@ -48,16 +49,6 @@ constexpr std::size_t kGlobalWords = std::size_t{1} << 14;
 #else
 constexpr std::size_t kGlobalWords = std::size_t{1} << 18;
 #endif
-
-template <class Coop>
-unsigned group_threads() {
-  if constexpr (std::is_same_v<Coop, Thread>)
-    return 1;
-  else if constexpr (std::is_same_v<Coop, Block>)
-    return 128;
-  else
-    return Coop::size();
-}
 
 /// One group per rank: rank 0 sends, rank 1 checks (`early`: wrong elements seen right after a
 /// round's signal; `late`: wrong elements once everything arrived).

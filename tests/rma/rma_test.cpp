@@ -17,6 +17,7 @@ using gnio::Thread;
 using gnio::Tile;
 using gnio::Warp;
 using gnio_test::comm;
+using gnio_test::group_threads;
 using gnio_test::kPoison;
 using gnio_test::pattern_byte;
 using gnio_test::stream;
@@ -41,17 +42,6 @@ constexpr bool kSanitized = true;
 constexpr bool kSanitized = false;
 #endif
 constexpr std::size_t kMaxBytes = (kSanitized ? (1u << 20) + 5 : 16u << 20) + 64;
-
-/// Threads per block that make `Coop` one whole group.
-template <class Coop>
-unsigned group_threads() {
-  if constexpr (std::is_same_v<Coop, Thread>)
-    return 1;
-  else if constexpr (std::is_same_v<Coop, Block>)
-    return 128;
-  else
-    return Coop::size();
-}
 
 template <class Coop>
 void launch_rma(Op op, DeviceComm dc, SymPtr<std::uint8_t> sym, std::uint8_t* priv,
