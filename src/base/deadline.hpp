@@ -14,9 +14,26 @@ class Deadline {
   static Deadline after(double seconds) {
     Deadline d;
     d.infinite_ = seconds <= 0;
-    if (!d.infinite_)
-      d.at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(seconds));
+    if (!d.infinite_) {
+      d.span_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+      d.at_ = Clock::now() + d.span_;
+    }
+    return d;
+  }
+  /// A deadline that measures the absence of progress: a transfer that keeps moving bytes
+  /// renews it after each step (renewed()), so only `seconds` without progress expire it. For
+  /// the data plane between ranks; waits on strangers (the bootstrap's handshakes) keep fixed
+  /// deadlines, so that a peer trickling bytes cannot hold them.
+  static Deadline no_progress_for(double seconds) {
+    Deadline d = after(seconds);
+    d.renews_ = true;
+    return d;
+  }
+  /// After progress: a no_progress_for deadline counts its span again from now; any other is
+  /// returned unchanged.
+  Deadline renewed() const {
+    Deadline d = *this;
+    if (renews_ && !infinite_) d.at_ = Clock::now() + span_;
     return d;
   }
   static Deadline never() { return after(0); }
@@ -33,6 +50,8 @@ class Deadline {
 
  private:
   bool infinite_ = true;
+  bool renews_ = false;
+  Clock::duration span_{};
   Clock::time_point at_{};
 };
 

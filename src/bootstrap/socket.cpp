@@ -463,7 +463,8 @@ void acquire_network_order_for_tsan() {
 }
 
 IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::size_t b_len,
-                  const Deadline& deadline, int* err) {
+                  const Deadline& until, int* err) {
+  Deadline deadline = until;
   iovec iov[2] = {{const_cast<void*>(a), a_len}, {const_cast<void*>(b), b_len}};
   int n_iov = b_len ? 2 : 1;
   iovec* cur = iov;
@@ -492,6 +493,7 @@ IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::
       *err = errno;
       return (errno == EPIPE || errno == ECONNRESET) ? IoStatus::Closed : IoStatus::Error;
     }
+    deadline = deadline.renewed();  // bytes moved: the deadline counts from here
     auto left = static_cast<std::size_t>(n);
     while (n_iov > 0 && left >= cur->iov_len) {
       left -= cur->iov_len;
@@ -506,13 +508,15 @@ IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::
   return IoStatus::Ok;
 }
 
-IoStatus recv_all(int fd, void* data, std::size_t len, const Deadline& deadline, int* err) {
+IoStatus recv_all(int fd, void* data, std::size_t len, const Deadline& until, int* err) {
+  Deadline deadline = until;
   auto* p = static_cast<char*>(data);
   while (len > 0) {
     ssize_t n = ::recv(fd, p, len, 0);
     if (n > 0) {
       p += n;
       len -= static_cast<std::size_t>(n);
+      deadline = deadline.renewed();  // bytes moved: the deadline counts from here
       continue;
     }
     if (n == 0) return IoStatus::Closed;

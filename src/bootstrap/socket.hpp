@@ -137,12 +137,14 @@ void release_network_order_for_tsan();
 void acquire_network_order_for_tsan();
 
 /// Writes `a` then `b` (b may be empty) to a non-blocking socket in as few system calls as
-/// possible, waiting for buffer space until `deadline`. *err is set on Error/Closed.
+/// possible, waiting for buffer space until `until`. A Deadline::no_progress_for deadline is
+/// renewed whenever bytes move, so a large transfer over a slow but live link never times out
+/// and a stalled one does after the span. *err is set on Error/Closed.
 IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::size_t b_len,
-                  const Deadline& deadline, int* err);
-/// Reads exactly `len` bytes from a non-blocking socket before `deadline`. *err is set on
-/// Error/Closed.
-IoStatus recv_all(int fd, void* data, std::size_t len, const Deadline& deadline, int* err);
+                  const Deadline& until, int* err);
+/// Reads exactly `len` bytes from a non-blocking socket before `until` (renewed on progress as in
+/// send_all). *err is set on Error/Closed.
+IoStatus recv_all(int fd, void* data, std::size_t len, const Deadline& until, int* err);
 
 /// Sets TCP_NODELAY (best effort): bootstrap messages are small and latency-bound.
 void set_nodelay(int fd);

@@ -170,7 +170,8 @@ void TcpProxy::send_loop() {
       const std::size_t part = static_cast<std::size_t>(cut_after - data_sent[peer]);
       const int fd = mesh_.fd(peer);
       int err = 0;
-      (void)staging.send(fd, &f, sizeof(f), data, part, Deadline::after(timeout_s_), &err);
+      (void)staging.send(fd, &f, sizeof(f), data, part, Deadline::no_progress_for(timeout_s_),
+                         &err);
       data_sent[peer] = cut_after;
       // The failure is recorded before the socket goes down, so that this rank reports the cut
       // rather than its receiver thread's view of it (the connection closing).
@@ -426,7 +427,7 @@ bool TcpProxy::transmit(int peer, int lane, Staging& staging, const Frame& frame
   frames_sending_.fetch_add(1, std::memory_order_release);
   int err = 0;
   if (staging.send(mesh_.fd(peer, lane), &frame, sizeof(frame), data, bytes,
-                   Deadline::after(timeout_s_), &err) != bootstrap::IoStatus::Ok) {
+                   Deadline::no_progress_for(timeout_s_), &err) != bootstrap::IoStatus::Ok) {
     if (!stop_.load(std::memory_order_acquire))
       fail_transport(format("rank %d: tcp transport: sending to rank %d on connection %d failed "
                             "(%s); that rank failed or rejected an operation (see its log)",
@@ -530,7 +531,7 @@ void TcpProxy::settle_deliveries(int lane) {
 bool TcpProxy::receive_frame(int peer, int lane) {
   const int fd = mesh_.fd(peer, lane);
   Lane& ln = *lane_[static_cast<std::size_t>(lane)];
-  const Deadline deadline = Deadline::after(timeout_s_);
+  const Deadline deadline = Deadline::no_progress_for(timeout_s_);
   Frame f{};
   int err = 0;
   const bootstrap::IoStatus st = bootstrap::recv_all(fd, &f, sizeof(f), deadline, &err);
