@@ -469,6 +469,87 @@ TEST(Net, GetAndAtomicsAfterPutSeeIt) {
   c.free(buf);
 }
 
+/// Gets and atomics both ways while large puts cross (what MoE dispatch does): on each rank one
+/// thread puts kCrossPut bytes to the peer kCrossRounds times without waiting, while another
+/// thread of the same kernel issues gets and atomic adds on the peer without waiting either, so
+/// requests and puts follow each other on the connection that carries requests and replies (with
+/// GNIO_NET_NSOCKS=1, every operation). Neither proxy may stop reading its socket while it owes a
+/// reply: its own sender is inside a put that only the peer's reading lets finish, and the peer is
+/// in the same state. Every got byte, the added words and the last put's data are checked.
+constexpr std::size_t kCrossPut = std::size_t{16} << 20;
+constexpr int kCrossRounds = 8;
+constexpr int kCrossRequests = 64;
+constexpr std::size_t kProbe = 8;
+
+TEST(Net, RequestsBothWaysWhilePutsCross) {
+  gnio::Comm& c = comm();
+  const int peer = 1 - c.rank();
+  SymPtr<std::uint8_t> dst = c.alloc<std::uint8_t>(kCrossPut);
+  SymPtr<std::uint8_t> probe = c.alloc<std::uint8_t>(kProbe);
+  SymPtr<std::uint64_t> word = c.alloc<std::uint64_t>(1);
+  const std::size_t src_bytes = kCrossPut + kCrossRounds;
+  auto* src = static_cast<std::uint8_t*>(c.alloc_device(src_bytes));
+  auto* got = static_cast<std::uint8_t*>(c.alloc_device(kProbe * kCrossRequests));
+  std::vector<std::uint8_t> host(src_bytes), poison(kCrossPut, kPoison), probe_bytes(kProbe);
+  for (std::size_t i = 0; i < src_bytes; ++i) host[i] = pattern_byte(c.rank(), i, 11);
+  for (std::size_t i = 0; i < kProbe; ++i) probe_bytes[i] = pattern_byte(c.rank(), i, 13);
+  gnio_test::to_device(src, host.data(), src_bytes);
+  gnio_test::to_device(c.local(dst), poison.data(), kCrossPut);
+  gnio_test::to_device(c.local(probe), probe_bytes.data(), kProbe);
+  gnio_test::to_device(got, poison.data(), kProbe * kCrossRequests);
+  const std::uint64_t start = 5000;
+  gnio_test::to_device(c.local(word), &start, sizeof(start));
+  c.bootstrap().barrier();
+  DeviceComm dc = c.device_comm();
+  // Two warps: thread 0 puts, thread 32 asks, both paced so that their operations interleave in
+  // the proxy's queue (a put every 2 ms, a request pair every 0.25 ms); then the block meets and
+  // thread 0 ends the epoch.
+  gnio::launch(stream(), {.grid = 1, .block = 64}, [=] GNIO_HD() {
+    const unsigned t = gnio::dev::thread();
+    auto pause_ns = [](std::uint64_t ns) {
+      const std::uint64_t t0 = gnio::dev::now_ns();
+      while (gnio::dev::now_ns() - t0 < ns) {
+      }
+    };
+    if (t == 0) {
+      for (int r = 0; r < kCrossRounds; ++r) {
+        dc.put_nbi(dst, src + r, kCrossPut, peer);
+        pause_ns(2000000);
+      }
+      (void)dc.quiet();
+    } else if (t == 32) {
+      for (int k = 0; k < kCrossRequests; ++k) {
+        dc.get_nbi(got + k * kProbe, probe, kProbe, peer);
+        dc.atomic_add(word, std::uint64_t{1}, peer);
+        pause_ns(250000);
+      }
+      (void)dc.quiet();
+    }
+    gnio::dev::sync_block();
+    if (t == 0) (void)dc.barrier(dc.world());
+  });
+  c.synchronize(stream());
+  std::vector<std::uint8_t> landed(kCrossPut), expected(kCrossPut);
+  gnio_test::to_host(landed.data(), c.local(dst), kCrossPut);
+  for (std::size_t i = 0; i < kCrossPut; ++i)
+    expected[i] = pattern_byte(peer, i + kCrossRounds - 1, 11);
+  EXPECT_EQ(gnio_test::count_wrong(landed, expected, "the last put"), 0u);
+  std::vector<std::uint8_t> gets(kProbe * kCrossRequests), gets_expected(kProbe * kCrossRequests);
+  gnio_test::to_host(gets.data(), got, gets.size());
+  for (std::size_t i = 0; i < gets.size(); ++i)
+    gets_expected[i] = pattern_byte(peer, i % kProbe, 13);
+  EXPECT_EQ(gnio_test::count_wrong(gets, gets_expected, "gets"), 0u);
+  std::uint64_t added = 0;
+  gnio_test::to_host(&added, c.local(word), sizeof(added));
+  EXPECT_EQ(added, start + kCrossRequests) << "the peer's atomic adds";
+  c.bootstrap().barrier();
+  c.free_device(got);
+  c.free_device(src);
+  c.free(word);
+  c.free(probe);
+  c.free(dst);
+}
+
 /// After rank 0's request drew a forged reply: rank 0's synchronize throws RemoteError whose text
 /// holds `refusal`; every rank (rank 1 from the closed connection or the ucx transport's last
 /// message) sees the communicator aborted well before GNIO_TIMEOUT (10 s). Ends at a barrier.

@@ -42,7 +42,6 @@ TcpProxy::TcpProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
   chunk_ = config_size("GNIO_PROXY_CHUNK");
   // A put of no data has nothing to split.
   stripe_min_ = std::max<std::uint64_t>(1, config_size("GNIO_NET_STRIPE_MIN"));
-  const int size = bs.size();
   lanes_ = mesh_.lanes();
   const std::size_t connections = mesh_.connections();
   applied_ = std::make_unique<std::atomic<std::uint64_t>[]>(connections);
@@ -53,9 +52,6 @@ TcpProxy::TcpProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
     peer_acked_[i] = 0;
     said_bye_[i] = false;
   }
-  replies_sent_ = std::make_unique<std::atomic<std::uint64_t>[]>(size);
-  replies_queued_.assign(static_cast<std::size_t>(size), 0);
-  for (int r = 0; r < size; ++r) replies_sent_[r] = 0;
   lane_.resize(static_cast<std::size_t>(lanes_));
   for (int l = 0; l < lanes_; ++l) lane_[l] = std::make_unique<Lane>();
   // Lane 0's stagings serve every operation; the other lanes make theirs when a striped put
@@ -362,9 +358,6 @@ void TcpProxy::send_loop() {
         if (!send_frame(r.peer, r.frame, get_reply ? heap_base_ + r.frame.dst_offset : nullptr,
                         get_reply ? r.frame.bytes : 0))
           break;
-        // Release: the receiver applies nothing more from that peer before it sees this (see
-        // await_replies_sent), so the heap was read before anything the asker did next.
-        replies_sent_[r.peer].fetch_add(1, std::memory_order_release);
         busy = true;
       }
       for (std::uint64_t t : answered) {
@@ -583,7 +576,12 @@ bool TcpProxy::receive_frame(int peer, int lane) {
       return true;
     default: break;
   }
-  if (lane == 0 && !v.is_reply() && !await_replies_sent(peer)) return false;
+  // The receiver never waits for this rank's sender: the sender may be inside a put to this very
+  // peer that only this thread's reading lets finish, while the peer's receiver waits the same
+  // way (gets and atomics both ways while large puts cross). Nor does it need to: a frame the
+  // asker sent after a reply of ours arrived was sent after that reply's data left this rank's
+  // heap (send_all reads the data before it returns, and under ThreadSanitizer records the read
+  // and releases the network order before the system call; a staged reply is copied out first).
   if (v.kind == FrameKind::Get || v.kind == FrameKind::Atomic) {
     // The puts this peer sent before are in place before a get reads (or an atomic updates)
     // what they wrote.
@@ -601,7 +599,6 @@ bool TcpProxy::receive_frame(int peer, int lane) {
       reply.type = kFrameAtomicReply;
       reply.value = apply_atomic(f);
     }
-    ++replies_queued_[static_cast<std::size_t>(peer)];
     {
       std::lock_guard<std::mutex> lock(replies_mutex_);
       replies_.push_back(Reply{peer, reply});
@@ -669,15 +666,6 @@ bool TcpProxy::receive_frame(int peer, int lane) {
   if (stats()) ln.receive_time.add(queued - arrived);
   ln.delivering.push_back(Delivering{mark, peer, queued});
   settle_deliveries(lane);
-  return true;
-}
-
-bool TcpProxy::await_replies_sent(int peer) {
-  const std::uint64_t queued = replies_queued_[static_cast<std::size_t>(peer)];
-  while (replies_sent_[peer].load(std::memory_order_acquire) < queued) {
-    if (failed() || stop_.load(std::memory_order_acquire)) return false;
-    std::this_thread::yield();
-  }
   return true;
 }
 

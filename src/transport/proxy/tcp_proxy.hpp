@@ -82,11 +82,6 @@ class TcpProxy final : public Proxy {
   /// failure.
   bool transmit(int peer, int lane, Staging& staging, const Frame& frame, const void* data,
                 std::size_t bytes);
-  /// Waits until the sender has sent every reply this receiver queued for `peer` (a get's data is
-  /// read from the heap while it is sent): the asker may have sent the frame at hand after it
-  /// received such a reply, and that frame may write what the reply read. False when the
-  /// transport failed or is stopping.
-  bool await_replies_sent(int peer);
   /// Wakes the sender from its idle wait: the receiver queued something for it (a reply, an
   /// answered request, an ack to send or one received).
   void nudge_sender();
@@ -182,9 +177,6 @@ class TcpProxy final : public Proxy {
   // Replies the receiver queued for the sender.
   std::mutex replies_mutex_;
   std::vector<Reply> replies_;
-  // Per peer: replies queued for it (receiver thread only) and sent to it (by the sender).
-  std::vector<std::uint64_t> replies_queued_;
-  std::unique_ptr<std::atomic<std::uint64_t>[]> replies_sent_;
   // The sender's idle wait (the device side cannot notify; the receiver can).
   std::mutex wake_mutex_;
   std::condition_variable wake_;
