@@ -4,6 +4,7 @@
 // process pair (see CMakeLists.txt) because a failure leaves the communicator aborted.
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "common/gnio_test.hpp"
@@ -112,22 +113,49 @@ TEST(Timeout, WaitSignalNamesCallSiteAndAddress) {
 // A failed communicator's synchronize still lets the stream drain before it throws: a caller
 // that frees its buffers once the call threw must not have queued work still reading them (before
 // 2026-12-02 it threw at once; the host backend's stream then copied from freed memory).
+/// Host memory a device-to-host copy lands in without blocking the caller: page-locked on the
+/// cuda backend (a copy into pageable memory may wait for the stream's earlier work first, which
+/// here is a wait that only the abort ends).
+struct LandingBuffer {
+  std::uint8_t* p = nullptr;
+  std::vector<std::uint8_t> plain;
+  explicit LandingBuffer(std::size_t bytes) {
+#if defined(__CUDACC__)
+    if (cudaMallocHost(reinterpret_cast<void**>(&p), bytes) != cudaSuccess) p = nullptr;
+#endif
+    if (!p) {
+      plain.resize(bytes);
+      p = plain.data();
+    }
+  }
+  ~LandingBuffer() {
+#if defined(__CUDACC__)
+    if (plain.empty() && p) cudaFreeHost(p);
+#endif
+  }
+};
+
 TEST(Abort, SynchronizeLetsQueuedWorkEndBeforeThrowing) {
   gnio::Comm& c = comm();
   SymPtr<std::uint64_t> sig = zeroed_signal(c);
   if (c.rank() == 0) {
-    // 64 MiB: a copy of milliseconds, queued behind a wait that only the abort ends.
+    // 64 MiB from device memory to host memory, queued behind a wait that only the abort ends.
     const std::size_t bytes = std::size_t{64} << 20;
-    std::vector<std::uint8_t> src(bytes), dst(bytes, 0);
-    for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    std::vector<std::uint8_t> pattern(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) pattern[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    auto* src = static_cast<std::uint8_t*>(c.alloc_device(bytes));
+    gnio_test::to_device(src, pattern.data(), bytes);
+    LandingBuffer dst(bytes);
+    std::memset(dst.p, gnio_test::kPoison, bytes);
     wait_forever_kernel(c.device_comm(), sig);
-    c.copy(dst.data(), src.data(), bytes, stream());
+    c.copy(dst.p, src, bytes, stream());
     c.abort();
     std::string message = expect_failure(
         gnio::ErrorClass::RemoteError, [] {}, 10);
     EXPECT_NE(message.find("aborted"), std::string::npos) << message;
-    EXPECT_TRUE(dst == src)
+    EXPECT_EQ(std::memcmp(dst.p, pattern.data(), bytes), 0)
         << "the copy queued before the failure had not run when synchronize threw";
+    c.free_device(src);
   }
   c.bootstrap().barrier();
 }
