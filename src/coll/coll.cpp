@@ -892,6 +892,8 @@ void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team,
     }
     l.args = a;
     l.dims = dims_for(st.cfg, host, algo, pipes, a, n, ch.pipe_chunk);
+    GNIO_TRACE(Coll, "  piece at element %zu: %zu bytes, %u blocks of %u threads", c0, a.bytes,
+               l.dims.grid, l.dims.block);
     launch_kernel(kernel_set(r.kind, r.type, r.op), l);
     if (stage_out) {
       if (gathered_out(r.kind)) {

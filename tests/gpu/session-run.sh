@@ -66,8 +66,8 @@
 #   vs-old     this build beside an older one's stripped libgnio.so.0 + gnio-perf in OLD_DIR
 #              (default .old): VS_OLD_RUNS (5) interleaved runs each of the stream allreduce,
 #              allgather and reduce_scatter (CUDA graphs, 8 B..VS_OLD_MAX=64M) and the in-kernel
-#              allreduce (sizes x VS_OLD_F, default 4), 2 ranks under MPS; r/vs-old/compare.md
-#              (bench/compare-builds.py)
+#              allreduce (sizes x VS_OLD_F, default 4), 2 ranks under MPS; VS_OLD_RMA=1 adds the
+#              RMA latency table (8 B..64 KiB); r/vs-old/compare.md (bench/compare-builds.py)
 #
 # Each step's output: ${OUT:-./out}/r/STEP.log; one status line per step in r/steps.txt (also
 # printed); r/ is packed into ${OUT}/all.tgz every 20 s and at the end, so a call cut short still
@@ -377,7 +377,8 @@ run_step() {
       # This build against an older one's libgnio.so.0 + gnio-perf (OLD_DIR, default .old; carried
       # stripped binaries), VS_OLD_RUNS (default 5) runs each, interleaved, 2 ranks under MPS (both
       # ranks' kernels run at once on one GPU): the stream collectives in CUDA graphs and the
-      # in-kernel allreduce. bench/compare-builds.py makes the table (median over runs).
+      # in-kernel allreduce (VS_OLD_RMA=1: and the RMA latency table). bench/compare-builds.py makes
+      # the table (median over runs).
       local old=${OLD_DIR:-$root/.old}
       mkdir -p "$r/vs-old"
       mps_start
@@ -390,6 +391,9 @@ run_step() {
             --inplace 0 -G 20 --json "$r/vs-old/coll-$b-$i.json"
           step "vs-old-kernel-$b-$i" env "${env_lib[@]}" timeout 120 "$R" -n 2 -- "$perf" \
             coll-kernel -b 8 -e 64K --json "$r/vs-old/kernel-$b-$i.json"
+          [ "${VS_OLD_RMA:-0}" = 1 ] &&
+            step "vs-old-rma-$b-$i" env "${env_lib[@]}" timeout 120 "$R" -n 2 -- "$perf" rma \
+              --mode lat -b 8 -e 64K -f 8 --json "$r/vs-old/rma-$b-$i.json"
         done
       done
       mps_stop
