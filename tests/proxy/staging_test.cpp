@@ -87,8 +87,10 @@ TEST_P(StagingTest, HeaderAndDataArriveInPlace) {
     EXPECT_EQ(got[1], bytes);
     const Staging::Signal signal{sig, WordOp::Add, bytes + 1};
     std::uint64_t mark = 0;
-    EXPECT_EQ(receiver.receive(sp.fd[1], dst, bytes, &signal, Deadline::after(30), &err, &mark),
-              IoStatus::Ok);
+    gnio::net::SocketReader reader;
+    EXPECT_EQ(
+        receiver.receive(reader, sp.fd[1], dst, bytes, &signal, Deadline::after(30), &err, &mark),
+        IoStatus::Ok);
     added += bytes + 1;
     EXPECT_TRUE(receiver.settle(Deadline::after(30)));
     EXPECT_GE(receiver.completed(), mark);
@@ -163,12 +165,13 @@ TEST_P(StagingTest, ManyDeliveriesInFlightAllLand) {
               IoStatus::Ok);
   });
   std::uint64_t last = 0;
+  gnio::net::SocketReader reader;  // one for the stream of pieces, as a proxy's connection has
   for (std::size_t k = 0; k < count; ++k) {
     const Staging::Signal signal{sig, WordOp::Store, k + 1};
     int err = 0;
     std::uint64_t mark = 0;
-    ASSERT_EQ(receiver.receive(sp.fd[1], dst + k * stride, piece, &signal, Deadline::after(30),
-                               &err, &mark),
+    ASSERT_EQ(receiver.receive(reader, sp.fd[1], dst + k * stride, piece, &signal,
+                               Deadline::after(30), &err, &mark),
               IoStatus::Ok);
     EXPECT_GT(mark, last);  // marks grow
     last = mark;
@@ -232,8 +235,10 @@ TEST_P(StagingTest, ConnectionClosedMidDataIsReported) {
   int err = 0;
   auto* dst = static_cast<std::uint8_t*>(backend->alloc_device(bytes));
   std::uint64_t mark = 0;
-  EXPECT_EQ(receiver.receive(sp.fd[1], dst, bytes, nullptr, Deadline::after(30), &err, &mark),
-            IoStatus::Closed);
+  gnio::net::SocketReader reader;
+  EXPECT_EQ(
+      receiver.receive(reader, sp.fd[1], dst, bytes, nullptr, Deadline::after(30), &err, &mark),
+      IoStatus::Closed);
   peer.join();
   EXPECT_TRUE(receiver.settle(Deadline::after(30)));  // what was queued still lands
   backend->free_device(dst);

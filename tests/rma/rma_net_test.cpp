@@ -475,7 +475,9 @@ TEST(Net, GetAndAtomicsAfterPutSeeIt) {
 /// requests and puts follow each other on the connection that carries requests and replies (with
 /// GNIO_NET_NSOCKS=1, every operation). Neither proxy may stop reading its socket while it owes a
 /// reply: its own sender is inside a put that only the peer's reading lets finish, and the peer is
-/// in the same state. Every got byte, the added words and the last put's data are checked.
+/// in the same state. Every got byte, the added words and the last put's data are checked (a
+/// fence orders the rounds; with GNIO_NET_NSOCKS > 1 some rounds go striped over the other
+/// connections and some, while a get is open, on the first).
 constexpr std::size_t kCrossPut = std::size_t{16} << 20;
 constexpr int kCrossRounds = 8;
 constexpr int kCrossRequests = 64;
@@ -514,6 +516,7 @@ TEST(Net, RequestsBothWaysWhilePutsCross) {
     if (t == 0) {
       for (int r = 0; r < kCrossRounds; ++r) {
         dc.put_nbi(dst, src + r, kCrossPut, peer);
+        dc.fence(peer);  // the rounds land in order (the last one's data is checked)
         pause_ns(2000000);
       }
       (void)dc.quiet();

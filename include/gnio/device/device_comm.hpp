@@ -243,7 +243,8 @@ struct DeviceComm {
                              CallSite site) const;
   /// Posts `desc` (every field but seq) to the proxy ring: waits for a credit (bounded), fills
   /// the slot and publishes it; with `wait_consumed` also waits until the proxy has read the
-  /// source. False when a wait failed (recorded).
+  /// source (not needed for data of up to kProxyInlineBytes, copied into the slot). False when a
+  /// wait failed (recorded).
   GNIO_HD bool proxy_post(const ProxyDesc& desc, bool wait_consumed, const char* op, CallSite site,
                           std::uint64_t* ticket = nullptr) const;
   /// Waits (bounded) until the proxy finished ticket `ticket` and every earlier one.

@@ -158,10 +158,11 @@ bool Staging::reserve(std::size_t bytes, const Deadline& deadline, std::size_t* 
   }
 }
 
-bootstrap::IoStatus Staging::receive(int fd, void* dst, std::size_t bytes, const Signal* signal,
+bootstrap::IoStatus Staging::receive(net::SocketReader& reader, int fd, void* dst,
+                                     std::size_t bytes, const Signal* signal,
                                      const Deadline& deadline, int* err, std::uint64_t* mark) {
   return queue(dst, bytes, signal, deadline, mark, [&](char* to, std::size_t, std::size_t n) {
-    return bootstrap::recv_all(fd, to, n, deadline, err);
+    return reader.read(fd, to, n, deadline, err);
   });
 }
 

@@ -17,6 +17,7 @@
 #include "base/deadline.hpp"
 #include "bootstrap/socket.hpp"
 #include "platform/backend.hpp"
+#include "transport/net/tcp/socket_reader.hpp"
 
 namespace gnio::proxy {
 
@@ -50,12 +51,13 @@ class Staging {
   void read(void* host, const void* src, std::size_t bytes);
 
   // ---- Inbound -------------------------------------------------------------------------------
-  /// Reads `bytes` from `fd` and queues them for `dst` (memory of this rank), then `signal` (may
-  /// be null), without waiting for either to land: *mark is the delivery's mark, and
-  /// completed() >= *mark once data and signal are in place (data first, so whoever sees the
-  /// signal sees the data). Waits only for bounce space.
-  bootstrap::IoStatus receive(int fd, void* dst, std::size_t bytes, const Signal* signal,
-                              const Deadline& deadline, int* err, std::uint64_t* mark);
+  /// Reads `bytes` from `fd` through `reader` (what it holds first) and queues them for `dst`
+  /// (memory of this rank), then `signal` (may be null), without waiting for either to land: *mark
+  /// is the delivery's mark, and completed() >= *mark once data and signal are in place (data
+  /// first, so whoever sees the signal sees the data). Waits only for bounce space.
+  bootstrap::IoStatus receive(net::SocketReader& reader, int fd, void* dst, std::size_t bytes,
+                              const Signal* signal, const Deadline& deadline, int* err,
+                              std::uint64_t* mark);
   /// As receive(), with the bytes taken from `src` (memory this thread addresses: a message a
   /// network handed over) instead of a socket. False when no bounce space came free in time.
   bool receive(const void* src, void* dst, std::size_t bytes, const Signal* signal,

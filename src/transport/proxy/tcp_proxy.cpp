@@ -21,6 +21,16 @@
 namespace gnio::proxy {
 namespace {
 
+/// Frames a receiving thread takes from one connection before it looks at the others.
+constexpr int kFramesPerTurn = 64;
+/// Descriptors the sender takes from the ring before it sends what it gathered, acks and replies.
+constexpr int kDescriptorsPerTurn = 64;
+/// Frames with at most this much data that the sender reads directly are gathered per peer and
+/// written together (one system call for a burst of small puts, signals, acks and replies) ...
+constexpr std::size_t kGatherMaxData = 4096;
+/// ... until this many bytes wait.
+constexpr std::size_t kGatherBytes = std::size_t{64} << 10;
+
 /// GNIO_NET_NSOCKS, checked.
 int net_lanes() {
   const long long n = config_int("GNIO_NET_NSOCKS");
@@ -52,6 +62,8 @@ TcpProxy::TcpProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
     peer_acked_[i] = 0;
     said_bye_[i] = false;
   }
+  readers_.resize(connections);
+  for (auto& r : readers_) r = std::make_unique<net::SocketReader>();
   lane_.resize(static_cast<std::size_t>(lanes_));
   for (int l = 0; l < lanes_; ++l) lane_[l] = std::make_unique<Lane>();
   // Lane 0's stagings serve every operation; the other lanes make theirs when a striped put
@@ -157,8 +169,31 @@ void TcpProxy::send_loop() {
   const std::uint64_t bad_reply = config_bool("GNIO_NET_BAD_REPLY") ? std::uint64_t{1} << 62 : 0;
   // `host_data`: the data lies in host memory this thread reads directly (a slot's inline
   // buffer), so it skips the staging copies.
+  // Small frames gathered per peer (lane 0), written together by flush().
+  std::vector<std::vector<char>> gathered(static_cast<std::size_t>(size));
+  auto flush = [&](int peer) {
+    std::vector<char>& g = gathered[static_cast<std::size_t>(peer)];
+    if (g.empty()) return true;
+    const bool ok = transmit(peer, 0, direct_staging, g.data(), g.size(), nullptr, 0);
+    g.clear();
+    return ok;
+  };
   auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes,
                         bool host_data = false) {
+    // Gathered when this thread reads the data itself: copied now, so the source is free as if
+    // it had been sent (the ring's head may pass it), and released with the batch.
+    if (!cut_after && bytes <= kGatherMaxData && (bytes == 0 || host_data || direct_)) {
+      std::vector<char>& g = gathered[static_cast<std::size_t>(peer)];
+      if (g.capacity() < kGatherBytes + sizeof(Frame) + kGatherMaxData)
+        g.reserve(kGatherBytes + sizeof(Frame) + kGatherMaxData);
+      const char* head = reinterpret_cast<const char*>(&f);
+      g.insert(g.end(), head, head + sizeof(f));
+      if (bytes)
+        g.insert(g.end(), static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+      return g.size() < kGatherBytes || flush(peer);
+    }
+    // Anything else goes out after what is gathered for that peer (one connection, one order).
+    if (!flush(peer)) return false;
     Staging& staging = host_data ? direct_staging : *lane_[0]->outbound;
     if (cut_after && data_sent[peer] + bytes > cut_after) {
       // The frame and part of its data go out, then the link breaks: the receiver must report
@@ -179,7 +214,7 @@ void TcpProxy::send_loop() {
       return false;
     }
     data_sent[peer] += bytes;
-    return transmit(peer, 0, staging, f, data, bytes);
+    return transmit(peer, 0, staging, &f, sizeof(f), data, bytes);
   };
   while (!stop_.load(std::memory_order_acquire)) {
     bool busy = false;
@@ -197,8 +232,9 @@ void TcpProxy::send_loop() {
           busy = true;
         }
       }
-      ProxyDesc* slot = handle_.slots + (next & mask);
-      if (!striped.active && dev::atomic_load(&slot->seq, dev::Order::Acquire) == next + 1) {
+      for (int taken = 0; taken < kDescriptorsPerTurn && !striped.active; ++taken) {
+        ProxyDesc* slot = handle_.slots + (next & mask);
+        if (dev::atomic_load(&slot->seq, dev::Order::Acquire) != next + 1) break;
         const Clock::time_point seen = stats() ? Clock::now() : Clock::time_point{};
         const int peer = slot->peer;
         const bool data = slot->op == static_cast<std::uint32_t>(ProxyOp::Put) ||
@@ -206,6 +242,12 @@ void TcpProxy::send_loop() {
         // Gets and atomics are done by their reply (which carries the ticket), not by acks.
         const bool get = slot->op == static_cast<std::uint32_t>(ProxyOp::Get);
         const bool request = get || slot->op == static_cast<std::uint32_t>(ProxyOp::Atomic);
+        // A put to be striped waits until this rank's earlier frames to that peer on lane 0 were
+        // applied there (acked): its pieces travel on the other connections and would otherwise
+        // overtake them (a put, fence(), then a large put to the same place must land in order).
+        if (peer >= 0 && peer < size && striping(*slot, unanswered[peer]) &&
+            !in_flight[at(peer, 0)].empty())
+          break;
         Frame f{kFrameMagic,       slot->op,     token_,
                 slot->dst_offset,  slot->bytes,  slot->sig_offset,
                 slot->value,       slot->sig_op, slot->flags >> kProxyRegionShift,
@@ -244,8 +286,7 @@ void TcpProxy::send_loop() {
                              : inline_data ? handle_.inline_data + (next & mask) * kProxyInlineBytes
                                            : reinterpret_cast<const void*>(slot->src);
           const std::uint64_t bytes = data ? slot->bytes : 0;
-          const bool stripe = lanes_ > 1 && data && f.region == 0 && !inline_data && !host_source &&
-                              bytes >= stripe_min_ && unanswered[peer] == 0;
+          const bool stripe = striping(*slot, unanswered[peer]);
           // Hands a frame to lane `l`; the Handed entry that says when it was sent.
           auto hand = [&](int l, const Frame& frame, const void* src, std::uint64_t n,
                           bool staged) {
@@ -375,6 +416,8 @@ void TcpProxy::send_loop() {
       }
       // Tickets whose frame could not be sent are never finished: quiet() then ends on the abort.
       if (done_base != before) publish_done(done_base);
+      // What was gathered this turn goes out now: one write per peer.
+      for (int p : peers) (void)flush(p);
     }
     // Within the spin window after the last work the thread only yields, so a descriptor the
     // device posts next is picked up at once.
@@ -397,9 +440,18 @@ void TcpProxy::send_loop() {
   if (!failed()) {
     for (int p : peers) {
       Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
-      send_frame(p, bye, nullptr, 0);
+      if (send_frame(p, bye, nullptr, 0)) (void)flush(p);
     }
   }
+}
+
+bool TcpProxy::striping(const ProxyDesc& d, std::uint32_t unanswered) const {
+  const bool data = d.op == static_cast<std::uint32_t>(ProxyOp::Put) ||
+                    d.op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
+  const bool inline_data = data && (d.flags & kProxyInline) != 0 && d.bytes <= kProxyInlineBytes;
+  const bool host_source = data && (d.flags & kProxyHostSource) != 0;
+  return lanes_ > 1 && data && (d.flags >> kProxyRegionShift) == 0 && !inline_data &&
+         !host_source && d.bytes >= stripe_min_ && unanswered == 0;
 }
 
 int TcpProxy::lane_of(std::uint64_t sig_offset) const {
@@ -409,8 +461,8 @@ int TcpProxy::lane_of(std::uint64_t sig_offset) const {
   return 1 + static_cast<int>((h >> 32) % static_cast<std::uint64_t>(lanes_ - 1));
 }
 
-bool TcpProxy::transmit(int peer, int lane, Staging& staging, const Frame& frame, const void* data,
-                        std::size_t bytes) {
+bool TcpProxy::transmit(int peer, int lane, Staging& staging, const void* head,
+                        std::size_t head_bytes, const void* data, std::size_t bytes) {
   // A frame can make the peer answer with data this rank's receiver writes into memory that
   // device code read before it posted the frame's descriptor (a ring message's slot, freed by
   // the tail signal this frame carries). Device code -> this thread is ordered by the ring
@@ -419,7 +471,7 @@ bool TcpProxy::transmit(int peer, int lane, Staging& staging, const Frame& frame
   // only, which the memory model does not count).
   frames_sending_.fetch_add(1, std::memory_order_release);
   int err = 0;
-  if (staging.send(mesh_.fd(peer, lane), &frame, sizeof(frame), data, bytes,
+  if (staging.send(mesh_.fd(peer, lane), head, head_bytes, data, bytes,
                    Deadline::no_progress_for(timeout_s_), &err) != bootstrap::IoStatus::Ok) {
     if (!stop_.load(std::memory_order_acquire))
       fail_transport(format("rank %d: tcp transport: sending to rank %d on connection %d failed "
@@ -463,8 +515,8 @@ void TcpProxy::lane_send_loop(int lane) {
     ++taken;
     if (!failed()) {
       if (lf.staged && !l.outbound) l.outbound = staging_for(Staging::Direction::Outbound);
-      (void)transmit(lf.peer, lane, lf.staged ? *l.outbound : direct_staging, lf.frame, lf.data,
-                     static_cast<std::size_t>(lf.bytes));
+      (void)transmit(lf.peer, lane, lf.staged ? *l.outbound : direct_staging, &lf.frame,
+                     sizeof(lf.frame), lf.data, static_cast<std::size_t>(lf.bytes));
       if (stats()) l.send_time.add(Clock::now() - lf.seen);
     }
     // Sent (or never will be, after a failure): the ring's head may pass the frame's ticket.
@@ -475,7 +527,7 @@ void TcpProxy::lane_send_loop(int lane) {
   if (!failed())
     for (int p : mesh_.peers()) {
       const Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
-      (void)transmit(p, lane, direct_staging, bye, nullptr, 0);
+      (void)transmit(p, lane, direct_staging, &bye, sizeof(bye), nullptr, 0);
     }
 }
 
@@ -490,17 +542,31 @@ void TcpProxy::receive_loop(int lane) {
     // Without blocking while deliveries are in flight (their completion is polled here) and
     // within the spin window after the last frame; otherwise blocking, 50 ms at a time so that
     // stop_ is looked at.
+    // A connection whose reader already holds bytes has a frame (or its start) to take without
+    // asking the socket.
+    bool held = false;
+    for (int p : open) held = held || readers_[at(p, lane)]->buffered() > 0;
     const auto now = std::chrono::steady_clock::now();
-    const bool polling = !lane_[lane]->delivering.empty() || now - last_work < spin();
+    const bool polling = held || !lane_[lane]->delivering.empty() || now - last_work < spin();
     const int n = ::poll(pfds.data(), pfds.size(), polling ? 0 : 50);
-    if (n <= 0) {  // nothing, or EINTR
+    if (n < 0 || (n == 0 && !held)) {  // nothing, or EINTR
       if (polling) std::this_thread::yield();
       continue;
     }
     last_work = now;
     std::vector<int> still_open;
     for (std::size_t i = 0; i < pfds.size(); ++i) {
-      if (pfds[i].revents == 0 || receive_frame(open[i], lane)) still_open.push_back(open[i]);
+      net::SocketReader& reader = *readers_[at(open[i], lane)];
+      bool open_still = true;
+      if (pfds[i].revents != 0 || reader.buffered() > 0) {
+        // Every whole frame the reader holds, then the one the socket has begun (a burst of
+        // small frames costs one recv); a bounded number, so the other peers get their turn.
+        int frames = 0;
+        do {
+          open_still = receive_frame(open[i], lane);
+        } while (open_still && ++frames < kFramesPerTurn && reader.buffered() >= sizeof(Frame));
+      }
+      if (open_still) still_open.push_back(open[i]);
     }
     open.swap(still_open);
   }
@@ -527,7 +593,8 @@ bool TcpProxy::receive_frame(int peer, int lane) {
   const Deadline deadline = Deadline::no_progress_for(timeout_s_);
   Frame f{};
   int err = 0;
-  const bootstrap::IoStatus st = bootstrap::recv_all(fd, &f, sizeof(f), deadline, &err);
+  net::SocketReader& reader = *readers_[at(peer, lane)];
+  const bootstrap::IoStatus st = reader.read(fd, &f, sizeof(f), deadline, &err);
   if (st != bootstrap::IoStatus::Ok) {
     if (!said_bye_[at(peer, lane)].load() && !stop_.load(std::memory_order_acquire))
       fail_transport(
@@ -615,8 +682,8 @@ bool TcpProxy::receive_frame(int peer, int lane) {
     if (get) {
       // The asker's ticket is done (and its device reads the data) only once it is in place.
       std::uint64_t mark = 0;
-      if (ln.inbound->receive(fd, reinterpret_cast<char*>(addr), f.bytes, nullptr, deadline, &err,
-                              &mark) != bootstrap::IoStatus::Ok ||
+      if (ln.inbound->receive(reader, fd, reinterpret_cast<char*>(addr), f.bytes, nullptr, deadline,
+                              &err, &mark) != bootstrap::IoStatus::Ok ||
           !ln.inbound->settle(deadline)) {
         fail_transport(
             format("rank %d: tcp transport: the data of a get from rank %d did not "
@@ -645,14 +712,14 @@ bool TcpProxy::receive_frame(int peer, int lane) {
     // work. Acked in order with this peer's earlier frames: once the deliveries queued before it
     // landed too (the mark issued last).
     if (v.has_data() && f.bytes > 0)
-      io = bootstrap::recv_all(fd, land->inbox + f.dst_offset, f.bytes, deadline, &err);
+      io = reader.read(fd, land->inbox + f.dst_offset, f.bytes, deadline, &err);
     if (io == bootstrap::IoStatus::Ok && v.has_signal())
       (void)platform::apply_word_op(land->inbox + f.sig_offset, sizeof(std::uint64_t),
                                     signal_word_op(f.sig_op), f.value, 0, dev::Order::AcqRel);
   } else {
     const Staging::Signal signal{reinterpret_cast<std::uint64_t*>(heap_base_ + f.sig_offset),
                                  signal_word_op(f.sig_op), f.value};
-    io = ln.inbound->receive(fd, heap_base_ + f.dst_offset, v.has_data() ? f.bytes : 0,
+    io = ln.inbound->receive(reader, fd, heap_base_ + f.dst_offset, v.has_data() ? f.bytes : 0,
                              v.has_signal() ? &signal : nullptr, deadline, &err, &mark);
   }
   if (io != bootstrap::IoStatus::Ok) {

@@ -45,6 +45,7 @@
 #include "gnio/device/proxy_ring.hpp"
 #include "gnio/device/status.hpp"
 #include "platform/backend.hpp"
+#include "transport/net/tcp/socket_reader.hpp"
 #include "transport/net/tcp/tcp_mesh.hpp"
 #include "transport/proxy/proxy.hpp"
 #include "transport/proxy/proxy_frame.hpp"
@@ -76,12 +77,16 @@ class TcpProxy final : public Proxy {
   int lane_of(std::uint64_t sig_offset) const;
   /// Index of (peer, lane) in the per-connection arrays (the mesh's layout).
   std::size_t at(int peer, int lane) const { return mesh_.connection(peer, lane); }
-  /// Writes `frame` and `bytes` of `data` (read through `staging`) to connection `lane` of
-  /// `peer`, between the releases receivers acquire (frames_sending_ before, frames_sent_ after);
-  /// a failure fails the transport naming the peer, unless the proxy is stopping. False on
-  /// failure.
-  bool transmit(int peer, int lane, Staging& staging, const Frame& frame, const void* data,
-                std::size_t bytes);
+  /// Writes `head_bytes` of `head` (a frame, or frames gathered with their data) and then `bytes`
+  /// of `data` (read through `staging`) to connection `lane` of `peer`, between the releases
+  /// receivers acquire (frames_sending_ before, frames_sent_ after); a failure fails the
+  /// transport naming the peer, unless the proxy is stopping. False on failure.
+  bool transmit(int peer, int lane, Staging& staging, const void* head, std::size_t head_bytes,
+                const void* data, std::size_t bytes);
+  /// True when descriptor `d` is a heap put that goes out striped over the lanes past the first
+  /// (GNIO_NET_STRIPE_MIN bytes or more, its source read through staging, the peer owing this
+  /// rank no answer: `unanswered`).
+  bool striping(const ProxyDesc& d, std::uint32_t unanswered) const;
   /// Wakes the sender from its idle wait: the receiver queued something for it (a reply, an
   /// answered request, an ack to send or one received).
   void nudge_sender();
@@ -169,6 +174,8 @@ class TcpProxy final : public Proxy {
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> peer_acked_;
   std::unique_ptr<std::atomic<bool>[]> said_bye_;
+  // Per connection: the buffered reader its receiving thread reads every frame through.
+  std::vector<std::unique_ptr<net::SocketReader>> readers_;
   // Requests by ticket (sender inserts before sending, receiver takes on the reply) and the
   // tickets answered since the sender last looked.
   std::mutex requests_mutex_;

@@ -164,7 +164,10 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
   slot->flags = flags;
   dev::atomic_store(&slot->seq, ticket + 1, dev::Order::Release);
   if (ticket_out) *ticket_out = ticket;
-  if (!wait_consumed) return true;
+  // Inline data was copied into the slot: the source may be reused now, without waiting for the
+  // proxy to take the descriptor (a blocking put or put_signal of up to kProxyInlineBytes costs
+  // what put_nbi costs).
+  if (!wait_consumed || (flags & kProxyInline) != 0) return true;
   return wait_until(
              [&](std::uint64_t& seen) {
                seen = dev::atomic_load(&ring->head, dev::Order::Acquire);
