@@ -3,9 +3,10 @@
 //
 //   gnio-tcp-floor [--quick] [--streams 1,4,8] [--bytes SIZE] [--reps N] [--json FILE]
 //
-// Two threads of one process over loopback (127.0.0.1), with what a proxy thread does and no
-// more: TCP_NODELAY, non-blocking sockets polled in a loop (no sleeping in the kernel), no
-// framing.
+// Threads of one process over loopback (127.0.0.1), with what a proxy thread does and no more:
+// TCP_NODELAY, non-blocking sockets, no framing. The latency ping-pong spins on its sockets; the
+// throughput and record measurements wait in poll() when a socket is full or empty, so that
+// threads beyond the cores (8 streams on 2 cores) do not take the cores the other ends need.
 //  * latency: 8-byte ping-pong; one way = round trip / 2, median and 99th percentile.
 //  * throughput over N streams: N connections, each with its own sending and receiving thread,
 //    together moving --bytes (1 MiB per send call); GB/s (1e9 bytes) = bytes / wall time from the
@@ -74,8 +75,15 @@ struct Connection {
   }
 };
 
-/// Writes all of [p, p + n), polling (never sleeping) while the socket is full.
-void send_all(int fd, const void* p, std::size_t n) {
+/// Waits in poll() for `events` on fd (the throughput measurements: with more threads than
+/// cores, threads that spin on a full socket take the cores the other end needs).
+void wait_for(int fd, short events) {
+  pollfd p{fd, events, 0};
+  (void)::poll(&p, 1, 100);
+}
+
+/// Writes all of [p, p + n); while the socket is full, spins (`spin`) or waits in poll().
+void send_all(int fd, const void* p, std::size_t n, bool spin = true) {
   const char* c = static_cast<const char*>(p);
   while (n > 0) {
     const ssize_t k = ::send(fd, c, n, MSG_NOSIGNAL);
@@ -84,12 +92,14 @@ void send_all(int fd, const void* p, std::size_t n) {
       n -= static_cast<std::size_t>(k);
     } else if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       die("send");
+    } else if (!spin) {
+      wait_for(fd, POLLOUT);
     }
   }
 }
 
-/// Reads exactly n bytes into p, polling.
-void recv_all(int fd, void* p, std::size_t n) {
+/// Reads exactly n bytes into p; while none are there, spins (`spin`) or waits in poll().
+void recv_all(int fd, void* p, std::size_t n, bool spin = true) {
   char* c = static_cast<char*>(p);
   while (n > 0) {
     const ssize_t k = ::recv(fd, c, n, 0);
@@ -101,6 +111,8 @@ void recv_all(int fd, void* p, std::size_t n) {
       die("recv (closed)");
     } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       die("recv");
+    } else if (!spin) {
+      wait_for(fd, POLLIN);
     }
   }
 }
@@ -169,7 +181,7 @@ double measure_throughput(int streams, std::size_t total) {
       }
       for (std::size_t p = 0; p < pieces; ++p) {
         buf[kPiece - 1] = static_cast<std::uint8_t>(p);
-        send_all(conns[static_cast<std::size_t>(s)]->a, buf.data(), kPiece);
+        send_all(conns[static_cast<std::size_t>(s)]->a, buf.data(), kPiece, false);
       }
     });
     threads.emplace_back([&, s] {
@@ -178,7 +190,7 @@ double measure_throughput(int streams, std::size_t total) {
       while (!go.load(std::memory_order_acquire)) {
       }
       for (std::size_t p = 0; p < pieces; ++p) {
-        recv_all(conns[static_cast<std::size_t>(s)]->b, buf.data(), kPiece);
+        recv_all(conns[static_cast<std::size_t>(s)]->b, buf.data(), kPiece, false);
         if (buf[kPiece - 1] != static_cast<std::uint8_t>(p) ||
             buf[0] != static_cast<std::uint8_t>(s + 1)) {
           std::fprintf(stderr, "gnio-tcp-floor: stream %d piece %zu arrived wrong\n", s, p);
@@ -207,7 +219,7 @@ double measure_records(std::size_t records, std::size_t batch) {
     std::size_t seen = 0;
     while (seen < records) {
       const std::size_t n = std::min(per_call, records - seen);
-      recv_all(c.b, buf.data(), n * kRecord);
+      recv_all(c.b, buf.data(), n * kRecord, false);
       for (std::size_t i = 0; i < n; ++i)
         if (buf[2 * i] != seen + i) {
           std::fprintf(stderr, "gnio-tcp-floor: record %zu arrived as %llu\n", seen + i,
@@ -225,7 +237,7 @@ double measure_records(std::size_t records, std::size_t batch) {
       buf[2 * i] = sent + i;
       buf[2 * i + 1] = ~(sent + i);
     }
-    send_all(c.a, buf.data(), n * kRecord);
+    send_all(c.a, buf.data(), n * kRecord, false);
     sent += n;
   }
   reader.join();
