@@ -100,7 +100,7 @@ if [ -z "$ucx_root" ] && [ -d "$root/.deps/ucx-cu12/libucx/lib" ]; then
   done
 fi
 # Or Debian's UCX (no CUDA support: the ucx backend stages GPU memory through host memory),
-# its packages fetched with ../shared/tools/fetch-debs into UCX_DEBS (libucx0 libucx-dev
+# its packages fetched beforehand (apt-get download on a machine with the registry) into UCX_DEBS (libucx0 libucx-dev
 # libibverbs1 librdmacm1 libnuma1) and unpacked here with dpkg -x, never into /.
 if [ -z "$ucx_root" ] && [ -n "${UCX_DEBS:-}" ]; then
   for f in "$UCX_DEBS"/*.deb; do dpkg -x "$f" "$root/.deps/ucx-debian"; done
