@@ -3,7 +3,8 @@
 # so every operation goes through the proxy): tcp, ucx with UCX's own transport choice (shared
 # memory / cma on one host) and ucx over UCX's tcp transport. gnio-perf rma (put, get,
 # put_signal, atomics: latency and bandwidth) and coll (allreduce), JSON per backend in $OUT, then
-# one table per measurement (bench/net-table.py).
+# one table per measurement (bench/net-table.py), and each backend's figures as ratios to raw TCP
+# on the same machine (gnio-tcp-floor, run first; bench/net-vs-floor.py: vs-floor-NAME.md).
 #
 #   BUILD=build OUT=bench/results/DATE-cpu-tcp-vs-ucx bench/run-net-cpu.sh
 #
@@ -28,6 +29,8 @@ configs=("tcp:GNIO_NET=tcp" "ucx:GNIO_NET=ucx" "ucx-tcp:GNIO_NET=ucx UCX_TLS=tcp
 [ "${RMA_WORDS:-0}" = 1 ] && configs+=("ucx-tcp-rma:GNIO_NET=ucx UCX_TLS=tcp GNIO_UCX_WORD_OPS=rma")
 launch=("$run" -n 2 --nodes 2 --timeout 600 --)
 [ "${NETNS:-0}" = 1 ] && launch=("$root/tests/common/netns_run.sh" 1)
+# The floor first: raw TCP on this machine, what every figure below is a ratio to (vs-floor.md).
+"$build/bench/tools/gnio-tcp-floor" --json "$out/floor.json" | tee "$out/floor.txt"
 for c in "${configs[@]}"; do
   name=${c%%:*}
   echo "== $name: ${c#*:}"
@@ -37,6 +40,14 @@ for c in "${configs[@]}"; do
   env ${c#*:} GNIO_BACKEND=host "${launch[@]}" "$perf" coll \
     --coll allreduce -b 8 -e "${AR_MAX:-4M}" -f 8 --inplace 0 --reps "${REPS:-9}" \
     --json "$out/allreduce-$name.json" >"$out/allreduce-$name.log" 2>&1
+  env ${c#*:} GNIO_BACKEND=host "${launch[@]}" "$perf" msgrate --op put_signal -n 1000 \
+    --json "$out/msgrate-$name.json" >"$out/msgrate-$name.log" 2>&1
+done
+for c in "${configs[@]}"; do
+  name=${c%%:*}
+  python3 "$root/bench/net-vs-floor.py" --floor "$out/floor.json" "$out/rma-$name.json" \
+    "$out/allreduce-$name.json" "$out/msgrate-$name.json" --markdown "$out/vs-floor-$name.md" \
+    --title "gnio-perf through the proxy ($name) against raw TCP on this machine" >/dev/null
 done
 args=()
 for c in "${configs[@]}"; do args+=("${c%%:*}=$out/rma-${c%%:*}.json"); done

@@ -22,7 +22,9 @@
 #   msgrate    gnio-perf msgrate: 8-byte put_signal, put and signal rates over NVLink
 #   net        the proxy over tcp (the 2 GPUs declared as 2 nodes): allreduce vs NCCL over its
 #              socket transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket, CUDA
-#              graphs), put/put_signal latency and bandwidth, the proxy's 8-byte message rate;
+#              graphs), put/put_signal latency and bandwidth, the proxy's 8-byte message rate,
+#              after raw TCP on this machine (gnio-tcp-floor) and with every figure as a ratio to
+#              it (r/net/vs-floor.md, bench/net-vs-floor.py); with one GPU run it under MPS;
 #              NET_MAX caps the sizes (default 256M; NET_AR_MAX, NET_RMA_MAX each one),
 #              NET_MSGRATE=0 skips the message rate, NET_TIMEOUT bounds each run (300 s)
 #   net-socks  allreduce through the proxy with GNIO_NET_NSOCKS from NET_NSOCKS_LIST (default
@@ -198,6 +200,7 @@ run_step() {
       done ;;
     net)
       mkdir -p "$r/net"
+      step net-floor "$B/bench/tools/gnio-tcp-floor" --json "$r/net/floor.json"
       step net-allreduce env GNIO_NET=tcp NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket \
         "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- "$P" coll --coll allreduce -b 8 \
         -e "${NET_AR_MAX:-${NET_MAX:-256M}}" -f 4 --vs-nccl --json "$r/net/allreduce-tcp.json"
@@ -206,7 +209,10 @@ run_step() {
         -f 8 --reps 3 --json "$r/net/rma-tcp.json"
       [ "${NET_MSGRATE:-1}" = 1 ] &&
         step net-msgrate env GNIO_NET=tcp "$R" -n 2 --nodes 2 --timeout 120 -- "$P" msgrate \
-          --op put_signal --json "$r/net/msgrate-tcp.json" ;;
+          --op put_signal --grid 8 --block 128 -n 200 --json "$r/net/msgrate-tcp.json"
+      step net-vs-floor python3 bench/net-vs-floor.py --floor "$r/net/floor.json" \
+        "$r/net/rma-tcp.json" "$r/net/allreduce-tcp.json" "$r/net/msgrate-tcp.json" \
+        --markdown "$r/net/vs-floor.md" ;;
     net-socks)
       mkdir -p "$r/net"
       for ns in ${NET_NSOCKS_LIST:-1 4 8}; do

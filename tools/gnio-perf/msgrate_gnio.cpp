@@ -16,6 +16,8 @@
 // merges repeated stores to one address before they cross the link: an earlier version that
 // rewrote one word reported 81 G puts/s on 2 x H200, more bytes than NVLink carries); with --op
 // put, the data words are checked only.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +37,14 @@
 
 namespace gnio::perf {
 namespace {
+
+/// User + system CPU time of every thread of this process so far, in seconds.
+double process_cpu_seconds() {
+  rusage u{};
+  if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
 
 enum class RateOp { PutSignal, Put, Signal };
 
@@ -151,9 +161,18 @@ class RateBench {
 
     std::vector<double> rates;
     std::uint64_t expect = 0;
+    // This process's CPU time (every thread: the proxy's, the host backend's kernel threads, the
+    // host's waits) over the wall time of the timed repetitions (barriers included: the receiving
+    // rank's work happens while it waits in them).
+    double cpu_s = 0;
+    auto wall_start = std::chrono::steady_clock::now();
     for (unsigned rep = 0; rep <= reps_; ++rep) {  // rep 0 warms up
       const bool signalled = opts_.op != RateOp::Put;
       if (signalled) expect += ops_ * std::uint64_t{block_};
+      if (rep == 1) {
+        cpu_s = process_cpu_seconds();
+        wall_start = std::chrono::steady_clock::now();
+      }
       comm_.bootstrap().barrier();
       double us = 0;
       if (comm_.rank() == 0) {
@@ -176,7 +195,13 @@ class RateBench {
       // Ops per us; only the sender times anything.
       if (rep > 0 && comm_.rank() == 0) rates.push_back(static_cast<double>(threads) * ops_ / us);
     }
+    cpu_s = process_cpu_seconds() - cpu_s;
+    const double wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     const std::uint64_t wrong = count_wrong(expect);
+    double cores[2] = {0, 0};
+    cores[comm_.rank()] = wall_s > 0 ? cpu_s / wall_s : 0;
+    comm_.bootstrap().allgather(cores, sizeof(double));
 
     if (comm_.rank() == 0) {
       const Stats s = stats_of(rates);
@@ -190,13 +215,19 @@ class RateBench {
       std::printf("%10s %8s %8.3f %11.3f %11.3f %9.1f %7llu\n", op_name(opts_.op),
                   route_proxy ? "proxy" : "p2p", s.median, s.min, s.max, total_ops / s.median,
                   static_cast<unsigned long long>(wrong));
+      std::printf(
+          "# CPU while timed (user + system time / wall time, every thread of the process: "
+          "proxy threads%s): rank 0 %.2f cores, rank 1 %.2f cores\n",
+          gpu_ ? "" : ", the host backend's kernel threads", cores[0], cores[1]);
       if (!common_.json_path.empty()) {
         RunInfo info = gnio_run_info(comm_, "msgrate", common_.command_line);
         info.timing = "eager";
         info.settings = {{"grid", std::to_string(grid_)},
                          {"block", std::to_string(block_)},
                          {"ops_per_thread", std::to_string(ops_)},
-                         {"route", route_proxy ? "proxy" : "p2p"}};
+                         {"route", route_proxy ? "proxy" : "p2p"},
+                         {"cpu_cores_rank0", std::to_string(cores[0])},
+                         {"cpu_cores_rank1", std::to_string(cores[1])}};
         info.definitions = {{"rate",
                              "8-byte operations per microsecond (Mops/s) from every thread of "
                              "one kernel on rank 0 to rank 1, kernel time including quiet()"}};
