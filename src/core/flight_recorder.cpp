@@ -143,8 +143,13 @@ bool FlightRecorder::dump(const std::string& path, std::uint32_t comm_id, int ra
          ", \"op\": " + quoted(e.op) + ", \"algo\": " + quoted(e.algo) + "}";
   }
   s += "\n  ]\n}\n";
-  // Per reason: the watcher thread and the caller's thread may dump at the same moment.
-  const std::string tmp = path + "." + reason + ".tmp";
+  // Per reason: the watcher thread and the caller's thread may dump at the same moment. Hidden
+  // (a leading dot) in the same directory, so that a dump cut short (the process killed while
+  // writing) is not taken for a rank's dump by whoever lists gnio-flight-*.
+  const std::size_t slash = path.rfind('/');
+  const std::string tmp = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
+                          "." + path.substr(slash == std::string::npos ? 0 : slash + 1) + "." +
+                          reason + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (!f) {
     *error = tmp + ": " + std::strerror(errno);

@@ -23,7 +23,9 @@ std::vector<std::string> dumps_in(const std::string& dir) {
   if (DIR* d = ::opendir(dir.c_str())) {
     while (dirent* e = ::readdir(d)) {
       std::string name = e->d_name;
-      if (name.rfind("gnio-flight-", 0) == 0) names.push_back(name);
+      if (name.rfind("gnio-flight-", 0) == 0 && name.size() > 5 &&
+          name.compare(name.size() - 5, 5, ".json") == 0)
+        names.push_back(name);
     }
     ::closedir(d);
   }
