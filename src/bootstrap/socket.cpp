@@ -508,14 +508,17 @@ IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::
   return IoStatus::Ok;
 }
 
-IoStatus recv_all(int fd, void* data, std::size_t len, const Deadline& until, int* err) {
+IoStatus recv_at_least(int fd, void* data, std::size_t min, std::size_t max, const Deadline& until,
+                       int* err, std::size_t* got) {
   Deadline deadline = until;
   auto* p = static_cast<char*>(data);
-  while (len > 0) {
-    ssize_t n = ::recv(fd, p, len, 0);
+  std::size_t have = 0;
+  *got = 0;
+  while (have < min) {
+    ssize_t n = ::recv(fd, p + have, max - have, 0);
     if (n > 0) {
-      p += n;
-      len -= static_cast<std::size_t>(n);
+      have += static_cast<std::size_t>(n);
+      *got = have;
       deadline = deadline.renewed();  // bytes moved: the deadline counts from here
       continue;
     }
@@ -534,6 +537,11 @@ IoStatus recv_all(int fd, void* data, std::size_t len, const Deadline& until, in
     return errno == ECONNRESET ? IoStatus::Closed : IoStatus::Error;
   }
   return IoStatus::Ok;
+}
+
+IoStatus recv_all(int fd, void* data, std::size_t len, const Deadline& until, int* err) {
+  std::size_t got = 0;
+  return recv_at_least(fd, data, len, len, until, err, &got);
 }
 
 Waker::Waker() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {

@@ -145,6 +145,11 @@ IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::
 /// Reads exactly `len` bytes from a non-blocking socket before `until` (renewed on progress as in
 /// send_all). *err is set on Error/Closed.
 IoStatus recv_all(int fd, void* data, std::size_t len, const Deadline& until, int* err);
+/// Reads at least `min` and at most `max` bytes (whatever the socket holds, up to `max`) into
+/// `data` before `until` (renewed on progress); *got says how many arrived, also on failure. *err
+/// is set on Error/Closed.
+IoStatus recv_at_least(int fd, void* data, std::size_t min, std::size_t max, const Deadline& until,
+                       int* err, std::size_t* got);
 
 /// Sets TCP_NODELAY (best effort): bootstrap messages are small and latency-bound.
 void set_nodelay(int fd);

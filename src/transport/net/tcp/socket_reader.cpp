@@ -1,10 +1,6 @@
 #include "transport/net/tcp/socket_reader.hpp"
 
-#include <poll.h>
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 namespace gnio::net {
@@ -23,27 +19,10 @@ bootstrap::IoStatus SocketReader::read(int fd, void* dst, std::size_t n, const D
   if (n == 0) return bootstrap::IoStatus::Ok;
   // The buffer is empty now. A large read goes straight into place (no copy).
   if (n >= buf_.size() / 2) return bootstrap::recv_all(fd, out, n, until, err);
-  Deadline deadline = until;
-  while (end_ < n) {
-    const ssize_t got = ::recv(fd, buf_.data() + end_, buf_.size() - end_, 0);
-    if (got > 0) {
-      end_ += static_cast<std::size_t>(got);
-      deadline = deadline.renewed();  // bytes moved: the deadline counts from here
-      continue;
-    }
-    if (got == 0) return bootstrap::IoStatus::Closed;
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      *err = errno;
-      return errno == ECONNRESET ? bootstrap::IoStatus::Closed : bootstrap::IoStatus::Error;
-    }
-    if (deadline.expired()) return bootstrap::IoStatus::Timeout;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, deadline.remaining_ms(50)) < 0 && errno != EINTR) {
-      *err = errno;
-      return bootstrap::IoStatus::Error;
-    }
-  }
+  // A small read refills the buffer with whatever the socket holds, at least the `n` bytes asked.
+  const bootstrap::IoStatus st =
+      bootstrap::recv_at_least(fd, buf_.data(), n, buf_.size(), until, err, &end_);
+  if (st != bootstrap::IoStatus::Ok) return st;
   std::memcpy(out, buf_.data(), n);
   begin_ = n;
   if (begin_ == end_) begin_ = end_ = 0;
