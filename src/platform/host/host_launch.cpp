@@ -389,24 +389,31 @@ std::uint64_t host_warp_broadcast(HostBlock* b, unsigned warp, unsigned lane, st
   return slot;
 }
 
+namespace {
+
+/// One vote of a group (see HostBlock's votes): ORs `bit` into the vote's slot when `p` holds,
+/// meets the group at `barrier`, reads what every member voted; `clears` (one member of the
+/// group) empties the slot vote k + 2 will use.
+std::uint32_t host_vote(std::atomic<std::uint32_t>* slots, std::uint32_t* rounds, std::uint32_t bit,
+                        bool p, platform::host::HostBarrier& barrier, bool clears) {
+  const std::uint32_t k = (*rounds)++;
+  if (p) slots[k % 3].fetch_or(bit, std::memory_order_relaxed);
+  barrier.arrive_and_wait();  // orders every vote before every read (and like a group barrier)
+  const std::uint32_t votes = slots[k % 3].load(std::memory_order_relaxed);
+  if (clears) slots[(k + 2) % 3].store(0, std::memory_order_relaxed);
+  return votes;
+}
+
+}  // namespace
+
 bool host_block_any(HostBlock* b, unsigned thread, bool p) {
-  const std::uint32_t k = b->block_vote_rounds[thread]++;
-  if (p) b->block_votes[k % 3].fetch_or(1u, std::memory_order_relaxed);
-  b->block_barrier.arrive_and_wait();  // orders every vote before every read (and like dev::sync_block)
-  const bool any = b->block_votes[k % 3].load(std::memory_order_relaxed) != 0;
-  if (thread == 0) b->block_votes[(k + 2) % 3].store(0, std::memory_order_relaxed);
-  return any;
+  return host_vote(b->block_votes, &b->block_vote_rounds[thread], 1u, p, b->block_barrier,
+                   thread == 0) != 0;
 }
 
 std::uint32_t host_warp_ballot(HostBlock* b, unsigned warp, unsigned lane, bool p) {
-  const unsigned t = warp * kWarpSize + lane;
-  const std::uint32_t k = b->warp_vote_rounds[t]++;
-  std::atomic<std::uint32_t>* slots = &b->warp_votes[3 * warp];
-  if (p) slots[k % 3].fetch_or(1u << lane, std::memory_order_relaxed);
-  b->warp_barriers[warp].arrive_and_wait();
-  const std::uint32_t mask = slots[k % 3].load(std::memory_order_relaxed);
-  if (lane == 0) slots[(k + 2) % 3].store(0, std::memory_order_relaxed);
-  return mask;
+  return host_vote(&b->warp_votes[3 * warp], &b->warp_vote_rounds[warp * kWarpSize + lane],
+                   1u << lane, p, b->warp_barriers[warp], lane == 0);
 }
 
 }  // namespace gnio::detail

@@ -6,16 +6,13 @@
 // creating ~500 std::threads per launch costs milliseconds and tests launch thousands of kernels.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
 #include "gnio/device/thread.hpp"
 #include "gnio/launch.hpp"
-#include <atomic>
-#include <cstdint>
-#include <memory>
-
 #include "platform/host/host_barrier.hpp"
 
 namespace gnio::detail {
