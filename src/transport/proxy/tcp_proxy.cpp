@@ -167,8 +167,6 @@ void TcpProxy::send_loop() {
   std::vector<std::uint64_t> data_sent(size, 0);
   // Fault injection (GNIO_NET_BAD_REPLY): replies name a ticket the asker never used.
   const std::uint64_t bad_reply = config_bool("GNIO_NET_BAD_REPLY") ? std::uint64_t{1} << 62 : 0;
-  // `host_data`: the data lies in host memory this thread reads directly (a slot's inline
-  // buffer), so it skips the staging copies.
   // Small frames gathered per peer (lane 0), written together by flush().
   std::vector<std::vector<char>> gathered(static_cast<std::size_t>(size));
   auto flush = [&](int peer) {
@@ -178,6 +176,8 @@ void TcpProxy::send_loop() {
     g.clear();
     return ok;
   };
+  // `host_data`: the data lies in host memory this thread reads directly (a slot's inline
+  // buffer), so it skips the staging copies.
   auto send_frame = [&](int peer, const Frame& f, const void* data, std::size_t bytes,
                         bool host_data = false) {
     // Gathered when this thread reads the data itself: copied now, so the source is free as if
@@ -245,9 +245,8 @@ void TcpProxy::send_loop() {
         // A put to be striped waits until this rank's earlier frames to that peer on lane 0 were
         // applied there (acked): its pieces travel on the other connections and would otherwise
         // overtake them (a put, fence(), then a large put to the same place must land in order).
-        if (peer >= 0 && peer < size && striping(*slot, unanswered[peer]) &&
-            !in_flight[at(peer, 0)].empty())
-          break;
+        const bool stripe = peer >= 0 && peer < size && striping(*slot, unanswered[peer]);
+        if (stripe && !in_flight[at(peer, 0)].empty()) break;
         Frame f{kFrameMagic,       slot->op,     token_,
                 slot->dst_offset,  slot->bytes,  slot->sig_offset,
                 slot->value,       slot->sig_op, slot->flags >> kProxyRegionShift,
@@ -286,7 +285,6 @@ void TcpProxy::send_loop() {
                              : inline_data ? handle_.inline_data + (next & mask) * kProxyInlineBytes
                                            : reinterpret_cast<const void*>(slot->src);
           const std::uint64_t bytes = data ? slot->bytes : 0;
-          const bool stripe = striping(*slot, unanswered[peer]);
           // Hands a frame to lane `l`; the Handed entry that says when it was sent.
           auto hand = [&](int l, const Frame& frame, const void* src, std::uint64_t n,
                           bool staged) {
@@ -539,13 +537,13 @@ void TcpProxy::receive_loop(int lane) {
     settle_deliveries(lane);
     pfds.clear();
     for (int p : open) pfds.push_back(pollfd{mesh_.fd(p, lane), POLLIN, 0});
-    // Without blocking while deliveries are in flight (their completion is polled here) and
-    // within the spin window after the last frame; otherwise blocking, 50 ms at a time so that
-    // stop_ is looked at.
     // A connection whose reader already holds bytes has a frame (or its start) to take without
     // asking the socket.
     bool held = false;
     for (int p : open) held = held || readers_[at(p, lane)]->buffered() > 0;
+    // Without blocking while a reader holds bytes or deliveries are in flight (their completion
+    // is polled here) and within the spin window after the last frame; otherwise blocking, 50 ms
+    // at a time so that stop_ is looked at.
     const auto now = std::chrono::steady_clock::now();
     const bool polling = held || !lane_[lane]->delivering.empty() || now - last_work < spin();
     const int n = ::poll(pfds.data(), pfds.size(), polling ? 0 : 50);
