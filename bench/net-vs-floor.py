@@ -23,17 +23,12 @@ import argparse
 import json
 import sys
 
+from compare import size_text  # bench/compare.py: the size format every bench table uses
+
 
 def load(path):
     with open(path, encoding="utf-8") as f:
         return json.load(f)
-
-
-def size_text(b):
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b >= 1 << shift and b % (1 << shift) == 0:
-            return f"{b >> shift} {unit}"
-    return f"{b} B"
 
 
 def floor_figures(doc):

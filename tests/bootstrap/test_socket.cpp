@@ -14,26 +14,21 @@
 
 #include "base/deadline.hpp"
 #include "bootstrap/socket.hpp"
+#include "common/socket_pair.hpp"
 
 namespace gnio::test {
 namespace {
 
 using bootstrap::IoStatus;
+using gnio_test::SocketPair;
+
+constexpr int kNonBlocking = SOCK_NONBLOCK | SOCK_CLOEXEC;
 
 constexpr std::size_t kBytes = std::size_t{4} << 20;
 constexpr std::size_t kPiece = std::size_t{64} << 10;
 
-struct Pair {
-  int fd[2] = {-1, -1};
-  Pair() { EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fd), 0); }
-  ~Pair() {
-    ::close(fd[0]);
-    ::close(fd[1]);
-  }
-};
-
 TEST(Socket, SlowButSteadyTransferOutlastsTheDeadline) {
-  Pair p;
+  SocketPair p(kNonBlocking);
   std::vector<std::uint8_t> out(kBytes), in(kBytes, 0);
   for (std::size_t i = 0; i < kBytes; ++i) out[i] = static_cast<std::uint8_t>(i * 131 + 7);
   IoStatus sent = IoStatus::Error;
@@ -62,7 +57,7 @@ TEST(Socket, SlowButSteadyTransferOutlastsTheDeadline) {
 TEST(Socket, FixedDeadlineBoundsTheWholeTransfer) {
   // The bootstrap's handshakes keep fixed deadlines: the same slow reader makes the sender give
   // up at the deadline.
-  Pair p;
+  SocketPair p(kNonBlocking);
   std::vector<std::uint8_t> out(kBytes, 3), in(kBytes);
   IoStatus sent = IoStatus::Ok;
   int send_err = 0;
@@ -82,7 +77,7 @@ TEST(Socket, FixedDeadlineBoundsTheWholeTransfer) {
 }
 
 TEST(Socket, StalledTransferTimesOutAfterTheDeadline) {
-  Pair p;
+  SocketPair p(kNonBlocking);
   std::vector<std::uint8_t> out(kBytes, 1);
   int err = 0;
   const auto start = std::chrono::steady_clock::now();

@@ -15,21 +15,16 @@
 
 #include "base/deadline.hpp"
 #include "bootstrap/socket.hpp"
+#include "common/socket_pair.hpp"
 
 namespace {
 
 using gnio::Deadline;
 using gnio::bootstrap::IoStatus;
 using gnio::net::SocketReader;
+using gnio_test::SocketPair;
 
-struct Pair {
-  int fd[2] = {-1, -1};
-  Pair() { EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fd), 0); }
-  ~Pair() {
-    for (int f : fd)
-      if (f >= 0) ::close(f);
-  }
-};
+constexpr int kNonBlocking = SOCK_NONBLOCK | SOCK_CLOEXEC;
 
 std::uint8_t byte_at(std::size_t i) {
   return static_cast<std::uint8_t>(i * 29 + (i >> 11) + 5);
@@ -41,7 +36,7 @@ TEST(SocketReader, MixedReadsComeOutAsWritten) {
   std::size_t total = 0;
   for (int round = 0; round < 20; ++round)
     for (std::size_t s : sizes) total += s;
-  Pair p;
+  SocketPair p(kNonBlocking);
   std::thread writer([&] {
     std::vector<std::uint8_t> out(total);
     for (std::size_t i = 0; i < total; ++i) out[i] = byte_at(i);
@@ -71,7 +66,7 @@ TEST(SocketReader, MixedReadsComeOutAsWritten) {
 }
 
 TEST(SocketReader, PeerClosingMidReadIsClosed) {
-  Pair p;
+  SocketPair p(kNonBlocking);
   const std::uint8_t half[32] = {1};
   int err = 0;
   ASSERT_EQ(
@@ -85,7 +80,7 @@ TEST(SocketReader, PeerClosingMidReadIsClosed) {
 }
 
 TEST(SocketReader, SilenceTimesOutAtTheDeadline) {
-  Pair p;
+  SocketPair p(kNonBlocking);
   SocketReader reader(4096);
   std::uint8_t in[16];
   int err = 0;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/deadline.hpp"
+#include "common/socket_pair.hpp"
 #include "platform/backend.hpp"
 
 namespace {
@@ -28,14 +29,7 @@ using gnio::proxy::Staging;
 constexpr auto kOut = Staging::Direction::Outbound;
 constexpr auto kIn = Staging::Direction::Inbound;
 
-struct SocketPair {
-  int fd[2] = {-1, -1};
-  SocketPair() { EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd), 0); }
-  ~SocketPair() {
-    for (int f : fd)
-      if (f >= 0) ::close(f);
-  }
-};
+using gnio_test::SocketPair;
 
 std::uint8_t pattern(std::size_t i) {
   return static_cast<std::uint8_t>((i * 131 + 7) % 251 + 1);  // never 0, never the poison

@@ -110,9 +110,6 @@ TEST(Timeout, WaitSignalNamesCallSiteAndAddress) {
   c.bootstrap().barrier();
 }
 
-// A failed communicator's synchronize still lets the stream drain before it throws: a caller
-// that frees its buffers once the call threw must not have queued work still reading them (before
-// 2026-12-02 it threw at once; the host backend's stream then copied from freed memory).
 /// Host memory a device-to-host copy lands in without blocking the caller: page-locked on the
 /// cuda backend (a copy into pageable memory may wait for the stream's earlier work first, which
 /// here is a wait that only the abort ends).
@@ -135,6 +132,9 @@ struct LandingBuffer {
   }
 };
 
+// A failed communicator's synchronize still lets the stream drain before it throws: a caller
+// that frees its buffers once the call threw must not have queued work still reading them (before
+// 2026-12-02 it threw at once; the host backend's stream then copied from freed memory).
 TEST(Abort, SynchronizeLetsQueuedWorkEndBeforeThrowing) {
   gnio::Comm& c = comm();
   SymPtr<std::uint64_t> sig = zeroed_signal(c);
