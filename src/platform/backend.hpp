@@ -91,6 +91,10 @@ struct Delivery {
   std::uint64_t mark = 0;
 };
 
+/// Most deliveries one Backend::deliver_batch() takes, and the most data each of them may carry.
+inline constexpr std::size_t kMaxDeliveryBatch = 64;
+inline constexpr std::size_t kMaxBatchedDeliveryBytes = std::size_t{4} << 10;
+
 /// True when `d` can be queued: data has both ends, the words are 8-byte aligned (the backends'
 /// deliver() refuse anything else).
 inline bool well_formed(const Delivery& d) {
@@ -184,6 +188,13 @@ class Backend {
   /// queued on `s` before. How a proxy thread hands a received put to GPU memory without waiting
   /// for it: small data costs one kernel launch (no copy engine round, no synchronization).
   virtual void deliver(const Delivery& d, StreamRef s) = 0;
+  /// Queues `count` deliveries (at most kMaxDeliveryBatch, each of at most
+  /// kMaxBatchedDeliveryBytes) on `s` as one piece of work: every delivery's data, then their
+  /// signals in the order given, then the marks; so one kernel launch serves many small puts. The
+  /// data of the deliveries may land in any order: the caller makes sure no delivery's data
+  /// overlaps another's data or an earlier one's signal word. The deliveries with a mark share
+  /// one mark word and give it growing marks (the last is what stays).
+  virtual void deliver_batch(const Delivery* d, std::size_t count, StreamRef s) = 0;
 };
 
 /// The host backend (always available).

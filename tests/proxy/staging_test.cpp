@@ -2,7 +2,7 @@
 // a header + data stream arrives in place whatever the chunk size, sizes around chunk boundaries
 // included, with its signal applied once and its mark completed; many deliveries queued without
 // waiting wrap the inbound ring and all land; read() and receive() from memory move every byte
-// too; word_atomic gives each WordOp's result and old value on 4- and 8-byte words; a connection
+// too; small deliveries batched together still land in their order; word_atomic gives each WordOp's result and old value on 4- and 8-byte words; a connection
 // that closes mid-transfer is reported, not hung on.
 #include "transport/proxy/staging.hpp"
 
@@ -181,6 +181,54 @@ TEST_P(StagingTest, ManyDeliveriesInFlightAllLand) {
   EXPECT_EQ(wrong, 0u);
   backend->free_device(dst);
   backend->free_device(sig);
+}
+
+TEST_P(StagingTest, SmallDeliveriesLandInTheOrderTheyCame) {
+  // Small deliveries travel in batches whose data lands before any of their signals: a later
+  // put onto an earlier signal's word, and later puts onto the same bytes, must still win; a
+  // signal onto data put just before it comes after that data. flush() alone completes them
+  // (what the proxy's receiver relies on between turns).
+  const Param p = GetParam();
+  Staging receiver(*backend, kIn, p.direct, p.chunk);
+  constexpr std::size_t kSlots = 10, kRounds = 300;
+  auto* slots = static_cast<std::uint64_t*>(backend->alloc_device(kSlots * sizeof(std::uint64_t)));
+  auto* words = static_cast<std::uint64_t*>(backend->alloc_device(3 * sizeof(std::uint64_t)));
+  for (std::size_t i = 0; i < kSlots; ++i) slots[i] = kPoison;
+  std::uint64_t* count = &words[0];  // counts every round's signal
+  std::uint64_t* signal_then_put = &words[1];
+  std::uint64_t* put_then_signal = &words[2];
+  *count = *signal_then_put = *put_then_signal = 0;
+  auto put = [&](std::uint64_t* dst, std::uint64_t value, const Staging::Signal* signal) {
+    std::uint64_t mark = 0;
+    ASSERT_TRUE(receiver.receive(&value, dst, dst ? sizeof(value) : 0, signal,
+                                 Deadline::after(30), &mark));
+  };
+  for (std::size_t k = 0; k < kRounds; ++k) {
+    const Staging::Signal counted{count, WordOp::Add, 1};
+    put(&slots[k % kSlots], 1000 + k, &counted);
+    if (k % 7 == 3) {
+      const Staging::Signal store{signal_then_put, WordOp::Store, 5000 + k};
+      put(nullptr, 0, &store);
+      put(signal_then_put, 9000 + k, nullptr);  // lands after the signal before it
+      put(put_then_signal, 7000 + k, nullptr);
+      const Staging::Signal after{put_then_signal, WordOp::Add, 1};
+      put(nullptr, 0, &after);  // applies to the data put just before
+    }
+  }
+  receiver.flush();
+  const Deadline deadline = Deadline::after(30);
+  while (receiver.completed() < receiver.issued() && !deadline.expired()) std::this_thread::yield();
+  EXPECT_EQ(receiver.completed(), receiver.issued()) << "flush() did not complete the batch";
+  EXPECT_EQ(*count, kRounds);
+  for (std::size_t i = 0; i < kSlots; ++i) {
+    const std::size_t last = (kRounds - 1) / kSlots * kSlots + i;  // the last round writing slot i
+    EXPECT_EQ(slots[i], 1000 + (last < kRounds ? last : last - kSlots)) << "slot " << i;
+  }
+  const std::size_t last7 = (kRounds - 1 - 3) / 7 * 7 + 3;
+  EXPECT_EQ(*signal_then_put, 9000 + last7);
+  EXPECT_EQ(*put_then_signal, 7000 + last7 + 1);
+  backend->free_device(slots);
+  backend->free_device(words);
 }
 
 template <class T>

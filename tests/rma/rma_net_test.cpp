@@ -553,6 +553,90 @@ TEST(Net, RequestsBothWaysWhilePutsCross) {
   c.free(dst);
 }
 
+/// Blocks of a persistent kernel: one per SM of the GPU (the GPU variant), 4 on the host backend.
+unsigned blocks_on_every_sm() {
+#if defined(__CUDACC__)
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+      gnio_test::comm().backend() != gnio::Backend::Host)
+    return static_cast<unsigned>(sms);
+#endif
+  return 4;
+}
+
+constexpr int kPersistentRounds = 6;
+constexpr std::size_t kPersistentRegion = 72 << 10;  // > 64 KiB: the copy engine's path too
+
+/// The bytes of round `r` of block `b`: small (one batch of the proxy's deliveries) on even
+/// rounds, past the deliver kernel's limit on odd ones.
+std::size_t persistent_bytes(int r, unsigned b) {
+  return r % 2 ? kPersistentRegion - b : 1000 + 8 * b + r;
+}
+
+/// A persistent kernel holds a block on every SM and returns only once it has received
+/// everything: rank 0's block b put_signals kPersistentRounds rounds into block b's region of
+/// rank 1, each acknowledged by rank 1's block b after it checked every byte. The proxy's
+/// deliveries (copies and its small kernels) must run beside it.
+TEST(Net, PersistentKernelOnEverySmReceives) {
+  gnio::Comm& c = comm();
+  const int me = c.rank(), peer = 1 - me;
+  const unsigned blocks = blocks_on_every_sm();
+  const std::size_t bytes = kPersistentRegion * blocks;
+  SymPtr<std::uint8_t> dst = c.alloc<std::uint8_t>(bytes);
+  SymPtr<std::uint64_t> ready = c.alloc<std::uint64_t>(blocks), ack = c.alloc<std::uint64_t>(blocks);
+  auto* src = static_cast<std::uint8_t*>(c.alloc_device(bytes + kPersistentRounds));
+  auto* wrong = static_cast<std::uint64_t*>(c.alloc_device(sizeof(std::uint64_t)));
+  std::vector<std::uint8_t> host(bytes + kPersistentRounds), poison(bytes, kPoison);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = pattern_byte(me, i, 17);
+  gnio_test::to_device(src, host.data(), host.size());
+  gnio_test::to_device(c.local(dst), poison.data(), bytes);
+  const std::vector<std::uint64_t> zeros(blocks, 0);
+  gnio_test::to_device(c.local(ready), zeros.data(), blocks * sizeof(std::uint64_t));
+  gnio_test::to_device(c.local(ack), zeros.data(), blocks * sizeof(std::uint64_t));
+  gnio_test::to_device(wrong, zeros.data(), sizeof(std::uint64_t));
+  c.bootstrap().barrier();
+  DeviceComm dc = c.device_comm();
+  gnio::launch(stream(), {.grid = blocks, .block = 128}, [=] GNIO_HD() {
+    const unsigned b = gnio::dev::block(), t = gnio::dev::thread();
+    const std::size_t region = b * kPersistentRegion;
+    for (int r = 0; r < kPersistentRounds; ++r) {
+      const std::size_t n = persistent_bytes(r, b);
+      const auto round = static_cast<std::uint64_t>(r + 1);
+      if (me == 0) {
+        // Round r's source starts r bytes in, so every round's data differs.
+        dc.put_signal<gnio::Block>(dst + region, src + region + r, n, ready + b, round,
+                                   SignalOp::Set, peer);
+        if (dc.wait_signal<gnio::Block>(ack + b, Cmp::Ge, round) != gnio::Status::Ok) return;
+      } else {
+        if (dc.wait_signal<gnio::Block>(ready + b, Cmp::Ge, round) != gnio::Status::Ok) return;
+        const std::uint8_t* got = dc.local(dst) + region;
+        std::uint64_t bad = 0;
+        for (std::size_t i = t; i < n; i += gnio::dev::block_size())
+          bad += got[i] != pattern_byte(0, region + r + i, 17);
+        if (bad) gnio::dev::atomic_fetch_add(wrong, bad, gnio::dev::Order::Relaxed);
+        gnio::dev::sync_block();
+        if (t == 0) dc.signal(ack + b, round, SignalOp::Set, peer);
+      }
+    }
+    if (t == 0) (void)dc.quiet();
+  });
+  c.synchronize(stream());
+  std::uint64_t bad = 0;
+  gnio_test::to_host(&bad, wrong, sizeof(bad));
+  EXPECT_EQ(bad, 0u) << "bytes wrong when their signal was seen";
+  std::vector<std::uint64_t> seen(blocks);
+  gnio_test::to_host(seen.data(), c.local(me == 0 ? ack : ready), blocks * sizeof(std::uint64_t));
+  for (unsigned b = 0; b < blocks; ++b)
+    EXPECT_EQ(seen[b], static_cast<std::uint64_t>(kPersistentRounds)) << "block " << b;
+  c.bootstrap().barrier();
+  c.free_device(wrong);
+  c.free_device(src);
+  c.free(ack);
+  c.free(ready);
+  c.free(dst);
+}
+
 /// After rank 0's request drew a forged reply: rank 0's synchronize throws RemoteError whose text
 /// holds `refusal`; every rank (rank 1 from the closed connection or the ucx transport's last
 /// message) sees the communicator aborted well before GNIO_TIMEOUT (10 s). Ends at a barrier.

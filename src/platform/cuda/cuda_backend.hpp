@@ -146,6 +146,7 @@ class CudaBackend final : public Backend {
   /// One kernel (cuda_stream_ops.cu) that copies the data out of host memory, applies the signal
   /// and stores the mark; data over kDeliverKernelBytes goes through cudaMemcpyAsync first.
   void deliver(const Delivery& d, StreamRef s) override;
+  void deliver_batch(const Delivery* d, std::size_t count, StreamRef s) override;
   void device_synchronize() override;
 
  private:

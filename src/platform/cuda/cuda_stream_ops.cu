@@ -1,4 +1,4 @@
-// The kernels behind CudaBackend::word_atomic and CudaBackend::deliver: the only way host code
+// The kernels behind CudaBackend::word_atomic, deliver and deliver_batch: the only way host code
 // can update a word of device memory atomically with respect to kernels (the host cannot address
 // device memory, and a copy into it is not atomic). Their stream order after the proxy's data
 // copies is what makes a proxied signal visible only after its data.
@@ -23,51 +23,88 @@ __global__ void word_atomic_kernel(T* word, WordOp op, T operand, T expected, st
   if (old) dev::atomic_store(old, before, dev::Order::Release);
 }
 
-/// Copies `n` bytes (a multiple of sizeof(V); both pointers V-aligned) with the block. Each
-/// thread issues four loads before its stores: reads of host memory cross the bus, and keeping
-/// several in flight is what makes them fast.
+/// Copies `n` bytes (a multiple of sizeof(V); both pointers V-aligned) with `threads` threads,
+/// this one being `thread`. Each thread issues four loads before its stores: reads of host memory
+/// cross the bus, and keeping several in flight is what makes them fast.
 template <class V>
-__device__ void block_copy(char* __restrict__ dst, const char* __restrict__ src, std::size_t n) {
+__device__ void group_copy(char* __restrict__ dst, const char* __restrict__ src, std::size_t n,
+                           unsigned thread, unsigned threads) {
   constexpr unsigned kUnroll = 4;
   const std::size_t count = n / sizeof(V);
   auto* to = reinterpret_cast<V*>(dst);
   const auto* from = reinterpret_cast<const V*>(src);
-  for (std::size_t base = threadIdx.x; base < count; base += kUnroll * blockDim.x) {
+  for (std::size_t base = thread; base < count; base += kUnroll * threads) {
     V v[kUnroll];
 #pragma unroll
     for (unsigned u = 0; u < kUnroll; ++u) {
-      const std::size_t i = base + u * blockDim.x;
+      const std::size_t i = base + u * threads;
       if (i < count) v[u] = from[i];
     }
 #pragma unroll
     for (unsigned u = 0; u < kUnroll; ++u) {
-      const std::size_t i = base + u * blockDim.x;
+      const std::size_t i = base + u * threads;
       if (i < count) to[i] = v[u];
     }
   }
 }
 
+/// group_copy with the widest access both pointers and the length allow.
+__device__ void copy_bytes(void* dst, const void* src, std::size_t n, unsigned thread,
+                           unsigned threads) {
+  char* to = static_cast<char*>(dst);
+  const char* from = static_cast<const char*>(src);
+  const std::uintptr_t align =
+      reinterpret_cast<std::uintptr_t>(to) | reinterpret_cast<std::uintptr_t>(from) | n;
+  if (align % 16 == 0)
+    group_copy<uint4>(to, from, n, thread, threads);
+  else if (align % 8 == 0)
+    group_copy<std::uint64_t>(to, from, n, thread, threads);
+  else if (align % 4 == 0)
+    group_copy<std::uint32_t>(to, from, n, thread, threads);
+  else
+    group_copy<unsigned char>(to, from, n, thread, threads);
+}
+
 __global__ void deliver_kernel(Delivery d) {
-  if (d.bytes) {
-    char* dst = static_cast<char*>(d.dst);
-    const char* src = static_cast<const char*>(d.src);
-    const std::uintptr_t align =
-        reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src) | d.bytes;
-    if (align % 16 == 0)
-      block_copy<uint4>(dst, src, d.bytes);
-    else if (align % 8 == 0)
-      block_copy<std::uint64_t>(dst, src, d.bytes);
-    else if (align % 4 == 0)
-      block_copy<std::uint32_t>(dst, src, d.bytes);
-    else
-      block_copy<unsigned char>(dst, src, d.bytes);
-  }
+  if (d.bytes) copy_bytes(d.dst, d.src, d.bytes, threadIdx.x, blockDim.x);
   // The block's stores happen before thread 0's release (the barrier orders them), so whoever
   // sees the signal or the mark sees all of the data.
   __syncthreads();
   if (threadIdx.x != 0) return;
   if (d.word) (void)apply_word_op(d.word, 8, d.op, d.operand, 0, dev::Order::AcqRel);
   if (d.done) dev::atomic_store(d.done, d.mark, dev::Order::Release);
+}
+
+/// deliver_batch's work, passed by value (a kernel parameter; 2.6 KB of the 4 KB allowed).
+struct DeliveryBatch {
+  struct Item {
+    void* dst;
+    const void* src;
+    std::uint64_t* word;
+    std::uint64_t operand;
+    std::uint32_t bytes;
+    WordOp op;
+  };
+  Item items[kMaxDeliveryBatch];
+  std::uint32_t count;
+  std::uint64_t* done;  // the last delivery's mark word and mark (marks only grow)
+  std::uint64_t mark;
+};
+static_assert(sizeof(DeliveryBatch) <= 4000, "a kernel parameter holds at most 4 KB");
+
+/// One warp per delivery's data (they are small and independent: their loads over the bus are
+/// all in flight at once), then thread 0 applies the signals in order and stores the mark.
+__global__ void deliver_batch_kernel(DeliveryBatch b) {
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (unsigned i = warp; i < b.count; i += warps)
+    if (b.items[i].bytes) copy_bytes(b.items[i].dst, b.items[i].src, b.items[i].bytes, lane, 32);
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (unsigned i = 0; i < b.count; ++i)
+    if (b.items[i].word)
+      (void)apply_word_op(b.items[i].word, 8, b.items[i].op, b.items[i].operand, 0,
+                          dev::Order::AcqRel);
+  if (b.done) dev::atomic_store(b.done, b.mark, dev::Order::Release);
 }
 
 }  // namespace
@@ -84,6 +121,8 @@ void load_stream_op_kernels(int device) {
                   "loading the word_atomic kernel (64-bit)");
   GNIO_CUDA_CHECK(device, cudaFuncGetAttributes(&attr, deliver_kernel),
                   "loading the deliver kernel");
+  GNIO_CUDA_CHECK(device, cudaFuncGetAttributes(&attr, deliver_batch_kernel),
+                  "loading the deliver kernel for batches");
 }
 
 cudaError_t launch_word_atomic_kernel(void* word, unsigned width, WordOp op, std::uint64_t operand,
@@ -102,6 +141,22 @@ cudaError_t launch_word_atomic_kernel(void* word, unsigned width, WordOp op, std
 cudaError_t launch_deliver_kernel(const Delivery& d, cudaStream_t stream) {
   // One thread suffices for the signal and mark alone.
   deliver_kernel<<<1, d.bytes ? kDeliverThreads : 1, 0, stream>>>(d);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_deliver_batch_kernel(const Delivery* d, std::size_t count, cudaStream_t stream) {
+  DeliveryBatch b{};
+  b.count = static_cast<std::uint32_t>(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    b.items[i] = DeliveryBatch::Item{d[i].dst, d[i].src, d[i].word, d[i].operand,
+                                     static_cast<std::uint32_t>(d[i].bytes), d[i].op};
+    if (d[i].done) {
+      b.done = d[i].done;
+      b.mark = d[i].mark;
+    }
+  }
+  const unsigned warps = static_cast<unsigned>(count < 32 ? count : 32);
+  deliver_batch_kernel<<<1, 32 * warps, 0, stream>>>(b);
   return cudaGetLastError();
 }
 

@@ -1,4 +1,4 @@
-// The kernels behind CudaBackend::word_atomic and CudaBackend::deliver (cuda_stream_ops.cu), for
+// The kernels behind CudaBackend::word_atomic, deliver and deliver_batch (cuda_stream_ops.cu), for
 // the backend's own use.
 #pragma once
 
@@ -26,5 +26,9 @@ cudaError_t launch_word_atomic_kernel(void* word, unsigned width, WordOp op, std
 /// Queues deliver's kernel on `stream`: copies d.bytes (at most kDeliverKernelBytes; 0 when the
 /// copy engine moved them) from d.src to d.dst, then applies the signal and stores the mark.
 cudaError_t launch_deliver_kernel(const Delivery& d, cudaStream_t stream);
+/// Queues the batch kernel of deliver_batch on `stream`: `count` (1 to kMaxDeliveryBatch)
+/// deliveries of at most kMaxBatchedDeliveryBytes each, passed by value (the array may be reused
+/// once this returns).
+cudaError_t launch_deliver_batch_kernel(const Delivery* d, std::size_t count, cudaStream_t stream);
 
 }  // namespace gnio::platform

@@ -49,6 +49,11 @@ Staging::~Staging() {
 }
 
 void Staging::release() noexcept {
+  try {
+    flush();
+  } catch (...) {
+    // Nothing waits for these deliveries any more.
+  }
   for (int i = 0; i < 2; ++i) {
     if (cuda_[i] || host_[i]) {
       try {
@@ -123,6 +128,7 @@ std::uint64_t Staging::completed() const {
 }
 
 bool Staging::settle(const Deadline& deadline) {
+  flush();
   while (completed() < issued_) {
     if (deadline.expired()) return false;
     std::this_thread::yield();
@@ -154,6 +160,8 @@ bool Staging::reserve(std::size_t bytes, const Deadline& deadline, std::size_t* 
       return true;
     }
     if (deadline.expired()) return false;
+    // Pieces held in the batch complete only once it is handed over.
+    flush();
     std::this_thread::yield();
   }
 }
@@ -215,7 +223,7 @@ bootstrap::IoStatus Staging::queue(void* dst, std::size_t bytes, const Signal* s
     }
     d.done = done_;
     d.mark = ++issued_;
-    backend_.deliver(d, stream(0));
+    hand_over(d);
     if (n > 0) pieces_.push_back(Piece{begin, d.mark});
     at += n;
   } while (at < bytes);
@@ -223,10 +231,48 @@ bootstrap::IoStatus Staging::queue(void* dst, std::size_t bytes, const Signal* s
   return bootstrap::IoStatus::Ok;
 }
 
+namespace {
+
+bool overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return a_bytes && b_bytes && x < y + b_bytes && y < x + a_bytes;
+}
+
+}  // namespace
+
+void Staging::hand_over(const platform::Delivery& d) {
+  if (d.bytes > platform::kMaxBatchedDeliveryBytes) {
+    flush();
+    backend_.deliver(d, stream(0));
+    return;
+  }
+  // The batch writes all data before any signal: a piece whose data meets data the batch holds
+  // (which of the two lands last is open) or a signal word it holds (the signal must land first)
+  // starts a new batch. Its own signal may fall on held data: signals come after all data.
+  for (const platform::Delivery& held : batch_)
+    if (overlap(d.dst, d.bytes, held.dst, held.bytes) ||
+        overlap(d.dst, d.bytes, held.word, held.word ? sizeof(std::uint64_t) : 0)) {
+      flush();
+      break;
+    }
+  batch_.push_back(d);
+  if (batch_.size() == platform::kMaxDeliveryBatch) flush();
+}
+
+void Staging::flush() {
+  if (batch_.empty()) return;
+  if (batch_.size() == 1)
+    backend_.deliver(batch_.front(), stream(0));
+  else
+    backend_.deliver_batch(batch_.data(), batch_.size(), stream(0));
+  batch_.clear();
+}
+
 std::uint64_t Staging::word_atomic(void* word, unsigned width, platform::WordOp op,
                                    std::uint64_t operand, std::uint64_t expected) {
   if (direct_)
     return platform::apply_word_op(word, width, op, operand, expected, dev::Order::AcqRel);
+  flush();
   backend_.word_atomic(word, width, op, operand, expected, old_, stream(0));
   backend_.stream_synchronize(stream(0));
   return dev::atomic_load(old_, dev::Order::Acquire);

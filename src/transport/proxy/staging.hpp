@@ -5,14 +5,18 @@
 // bounce buffers, chunk k+1 copied out of GPU memory while chunk k is on the socket. Inbound (the
 // receiver thread): a ring of bounce space the socket fills and Backend::deliver empties without
 // the thread waiting for it, so the next frame arrives while the GPU takes this one; a delivery's
-// completion mark tells the thread when data and signal are in place. Signals and remote atomics
-// are stream-ordered after the data. Each proxy thread owns one Staging (it is not thread-safe);
-// the protocol above it is the same on both backends.
+// completion mark tells the thread when data and signal are in place. Small deliveries are held
+// back and handed over in batches (Backend::deliver_batch: one kernel launch for up to 64 puts)
+// when the thread has no more frames at hand (flush()), when a batch is full, or before anything
+// that must follow them. Signals and remote atomics are stream-ordered after the data. Each proxy
+// thread owns one Staging (it is not thread-safe); the protocol above it is the same on both
+// backends.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 #include "base/deadline.hpp"
 #include "bootstrap/socket.hpp"
@@ -62,6 +66,10 @@ class Staging {
   /// network handed over) instead of a socket. False when no bounce space came free in time.
   bool receive(const void* src, void* dst, std::size_t bytes, const Signal* signal,
                const Deadline& deadline, std::uint64_t* mark);
+  /// Hands the deliveries held back for batching to the device; call it when no more frames are
+  /// at hand (their marks complete only after this). settle(), word_atomic() and a receive()
+  /// that waits for bounce space do it themselves.
+  void flush();
   /// The highest mark whose delivery is complete (every earlier one is too).
   std::uint64_t completed() const;
   /// The last mark handed out (completed() reaches it once every queued delivery landed).
@@ -93,6 +101,7 @@ class Staging {
   std::size_t ring_bytes_ = 0;
   std::deque<Piece> pieces_;
   std::size_t ring_head_ = 0;
+  std::vector<platform::Delivery> batch_;  // small deliveries not yet handed to the device
   std::uint64_t issued_ = 0;       // marks handed out
   std::uint64_t* done_ = nullptr;  // host-mapped: the completed mark (Inbound, staged)
   std::uint64_t direct_done_ = 0;  // direct: deliveries complete at once
@@ -111,6 +120,9 @@ class Staging {
   /// Stops at the first status other than Ok (waiting for the copies in flight) and returns it.
   template <class Started, class Take>
   bootstrap::IoStatus copy_out(const void* src, std::size_t bytes, Started started, Take take);
+  /// Queues `d` (one piece of a delivery): into the batch when it is small and does not overlap
+  /// what the batch holds in a way the batch's order would break; otherwise after the batch.
+  void hand_over(const platform::Delivery& d);
   /// receive()'s body: `fill(to, at, n)` puts bytes [at, at + n) of the data at `to`.
   template <class Fill>
   bootstrap::IoStatus queue(void* dst, std::size_t bytes, const Signal* signal,

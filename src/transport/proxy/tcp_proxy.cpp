@@ -566,6 +566,8 @@ void TcpProxy::receive_loop(int lane) {
       }
       if (open_still) still_open.push_back(open[i]);
     }
+    // The small deliveries of this turn's frames go to the device together.
+    if (lane_[lane]->inbound) lane_[lane]->inbound->flush();
     open.swap(still_open);
   }
 }
