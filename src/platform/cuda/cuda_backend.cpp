@@ -13,6 +13,7 @@
 #include "gnio/log.hpp"
 #include "platform/cuda/cuda_driver.hpp"
 #include "platform/cuda/cuda_error.hpp"
+#include "platform/cuda/cuda_info.hpp"
 #include "platform/cuda/cuda_stream_ops.hpp"
 
 namespace gnio::platform {
@@ -33,6 +34,33 @@ constexpr std::size_t kFallbackGranularity = std::size_t{2} << 20;
 const char* visible_devices() {
   const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
   return v ? v : "(unset)";
+}
+
+/// Logs peer_atomics_warning() for `device` (once per backend): the links to other visible GPUs
+/// it can map, read with the same queries as gnio-info.
+void warn_about_peer_atomics(int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  CudaDeviceInfo info;
+  info.ordinal = device;
+  for (int p = 0; p < count; ++p) {
+    if (p == device) continue;
+    CudaPeerInfo peer;
+    peer.peer = p;
+    int can = 0, native = 0;
+    peer.can_access = cudaDeviceCanAccessPeer(&can, device, p) == cudaSuccess && can != 0;
+    peer.native_atomics =
+        cudaDeviceGetP2PAttribute(&native, cudaDevP2PAttrNativeAtomicSupported, device, p) ==
+            cudaSuccess &&
+        native != 0;
+    (void)cudaGetLastError();
+    info.peers.push_back(peer);
+  }
+  const std::string warning = peer_atomics_warning(info);
+  if (!warning.empty()) GNIO_WARN(Init, "%s", warning.c_str());
 }
 
 /// Makes `device` current on the calling thread for one backend call, then restores the device
@@ -190,6 +218,8 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   description_ = format("%s, sm_%d%d, %d SMs, %.1f GiB, PCI %s", prop.name, prop.major, prop.minor,
                         prop.multiProcessorCount,
                         static_cast<double>(prop.totalGlobalMem) / double(1ull << 30), bus_id);
+
+  warn_about_peer_atomics(device);
 
   // CUDA VMM with POSIX-fd handles: probed now so that the memory layer can choose between VMM
   // and legacy IPC (vmm_supported()) before it allocates anything.

@@ -36,6 +36,23 @@ struct CudaDeviceInfo {
   std::vector<CudaPeerInfo> peers;  ///< every other visible GPU, in ordinal order
 };
 
+/// The warning for GPU `d` when it maps a peer's memory over a link without native atomics
+/// (cudaDevP2PAttrNativeAtomicSupported = 0, typical of PCIe without atomic routing): device-API
+/// atomics and SignalOp::Add on that peer's ranks are then not atomic. Empty when there is none.
+inline std::string peer_atomics_warning(const CudaDeviceInfo& d) {
+  std::string peers;
+  for (const CudaPeerInfo& p : d.peers)
+    if (p.can_access && !p.native_atomics)
+      peers += (peers.empty() ? "" : ", ") + std::to_string(p.peer);
+  if (peers.empty()) return {};
+  return "GPU " + std::to_string(d.ordinal) + " reaches GPU(s) " + peers +
+         " without native atomics over the link (cudaDevP2PAttrNativeAtomicSupported = 0): "
+         "device-API atomics (atomic_add, fetch_add, compare_swap, ...) and signals with "
+         "SignalOp::Add to ranks on those GPUs are not atomic; use SignalOp::Set with distinct "
+         "values there, or place those ranks on different nodes (the proxy applies them "
+         "atomically)";
+}
+
 /// The CUDA versions in use: cudaDriverGetVersion / cudaRuntimeGetVersion (e.g. 13000 = 13.0);
 /// 0 when unknown (no driver).
 struct CudaVersions {

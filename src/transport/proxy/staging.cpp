@@ -129,15 +129,22 @@ std::uint64_t Staging::completed() const {
 
 bool Staging::settle(const Deadline& deadline) {
   flush();
-  while (completed() < issued_) {
-    if (deadline.expired()) return false;
+  // A no-progress deadline counts again from each delivery that completes.
+  Deadline d = deadline;
+  for (std::uint64_t seen = completed(); seen < issued_;) {
+    if (d.expired()) return false;
     std::this_thread::yield();
+    const std::uint64_t now = completed();
+    if (now != seen) d = d.renewed();
+    seen = now;
   }
   return true;
 }
 
 bool Staging::reserve(std::size_t bytes, const Deadline& deadline, std::size_t* at) {
   const std::size_t need = round_up(bytes, kPieceAlign);
+  Deadline d = deadline;  // renewed by each delivery that completes, as in settle()
+  std::uint64_t seen = completed();
   // The head never catches up with the oldest live piece from behind (the comparisons with
   // `tail` are strict), so head == tail means an empty ring.
   for (;;) {
@@ -159,7 +166,9 @@ bool Staging::reserve(std::size_t bytes, const Deadline& deadline, std::size_t* 
       ring_head_ = begin + need;
       return true;
     }
-    if (deadline.expired()) return false;
+    if (done != seen) d = d.renewed();
+    seen = done;
+    if (d.expired()) return false;
     // Pieces held in the batch complete only once it is handed over.
     flush();
     std::this_thread::yield();

@@ -930,7 +930,7 @@ bool UcxProxy::serve(const Received<WordRequest>& m) {
     const Staging::Signal signal{reinterpret_cast<std::uint64_t*>(heap_base_ + q.sig_offset),
                                  static_cast<platform::WordOp>(q.op), q.operand};
     std::uint64_t mark = 0;
-    const Deadline deadline = Deadline::after(timeout_s_);
+    const Deadline deadline = Deadline::no_progress_for(timeout_s_);
     const bool ok = ask == Ask::Put
                         ? words_->receive(m.data.data(), heap_base_ + q.offset, m.data.size(),
                                           q.signal ? &signal : nullptr, deadline, &mark) &&
@@ -938,8 +938,8 @@ bool UcxProxy::serve(const Received<WordRequest>& m) {
                         : words_->settle(deadline);
     if (!ok) {
       fail_transport(
-          format("rank %d: ucx transport: the data of rank %d's put did not land "
-                 "within %.0f s (the GPU did not run the proxy's copies)",
+          format("rank %d: ucx transport: the data of rank %d's put did not land: no "
+                 "delivery completed for %.0f s (the GPU did not run the proxy's copies)",
                  rank_, q.from, timeout_s_));
       return false;
     }
@@ -1007,13 +1007,13 @@ bool UcxProxy::take_answer(const Received<WordReply>& m) {
     if (get) {
       // The ticket is done (and its device reads the data) only once the data is in place.
       std::uint64_t mark = 0;
-      const Deadline deadline = Deadline::after(timeout_s_);
+      const Deadline deadline = Deadline::no_progress_for(timeout_s_);
       if (!words_->receive(m.data.data(), t->staged_dst + (r.offset - t->staged_offset),
                            m.data.size(), nullptr, deadline, &mark) ||
           !words_->settle(deadline)) {
         fail_transport(
-            format("rank %d: ucx transport: the data of a get from rank %d did not land "
-                   "within %.0f s (the GPU did not run the proxy's copies)",
+            format("rank %d: ucx transport: the data of a get from rank %d did not land: no "
+                   "delivery completed for %.0f s (the GPU did not run the proxy's copies)",
                    rank_, t->peer, timeout_s_));
         return false;
       }
