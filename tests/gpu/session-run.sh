@@ -29,7 +29,8 @@
 #              NET_MSGRATE=0 skips the message rate, NET_TIMEOUT bounds each run (300 s)
 #   net-one-gpu the same figures on one GPU, each run under its own MPS daemon: floor, put /
 #              put_signal latency, message rates (NET_RATE_SHAPE), a 64 MiB put (1 and 16 blocks),
-#              allreduce 8 B..NET_AR_MAX (no NCCL: its socket run needs 2 GPUs)
+#              allreduce 8 B..NET_AR_MAX (no NCCL: its socket run needs 2 GPUs); NET_PARTS picks
+#              (default "lat rate put allreduce"); the floor is measured once per r/
 #   net-socks  allreduce through the proxy with GNIO_NET_NSOCKS from NET_NSOCKS_LIST (default
 #              "1 4 8"), sizes NET_SOCKS_MIN..NET_SOCKS_MAX (4M..64M), beside NCCL over sockets;
 #              then allreduce with ring forced (8 B..256 KiB, the one-hop oneshot's baseline) and
@@ -224,24 +225,27 @@ run_step() {
       mkdir -p "$r/net"
       local C="$root/tests/gpu/concurrent-ranks.sh 2"
       local shape=(${NET_RATE_SHAPE:---grid 8 --block 128 -n 200})
-      step net-floor "$B/bench/tools/gnio-tcp-floor" --json "$r/net/floor.json"
-      step net-lat env GNIO_NET=tcp $C "$R" -n 2 --nodes 2 --timeout 120 -- "$P" rma \
+      local parts=" ${NET_PARTS:-lat rate put allreduce} "
+      [ -f "$r/net/floor.json" ] ||
+        step net-floor "$B/bench/tools/gnio-tcp-floor" --json "$r/net/floor.json"
+      [[ $parts == *" lat "* ]] && step net-lat env GNIO_NET=tcp $C "$R" -n 2 --nodes 2 --timeout 120 -- "$P" rma \
         --op put,put_signal --scope block --mode lat -b 8 -e 64K -f 8 --reps 3 \
         --json "$r/net/rma-lat-tcp.json"
-      for op in put put_signal signal; do
+      [[ $parts == *" rate "* ]] && for op in put put_signal signal; do
         step "net-rate-$op" env GNIO_NET=tcp $C "$R" -n 2 --nodes 2 --timeout 60 -- "$P" msgrate \
           --op $op "${shape[@]}" --json "$r/net/msgrate-tcp-$op.json"
       done
-      for nb in 1 16; do
+      [[ $parts == *" put "* ]] && for nb in 1 16; do
         step "net-put64M-b$nb" env GNIO_NET=tcp $C "$R" -n 2 --nodes 2 --timeout 120 -- "$P" rma \
           --op put --scope block --mode bw --blocks $nb -b 64M -e 64M --reps 3 \
           --json "$r/net/put64M-tcp-b$nb.json"
       done
-      step net-allreduce env GNIO_NET=tcp $C "$R" -n 2 --nodes 2 --timeout 200 -- "$P" coll \
+      [[ $parts == *" allreduce "* ]] &&
+        step net-allreduce env GNIO_NET=tcp $C "$R" -n 2 --nodes 2 --timeout 200 -- "$P" coll \
         --coll allreduce -b 8 -e "${NET_AR_MAX:-256M}" -f 16 --json "$r/net/allreduce-tcp.json"
-      step net-vs-floor python3 bench/net-vs-floor.py --floor "$r/net/floor.json" \
-        "$r"/net/rma-lat-tcp.json "$r"/net/msgrate-tcp-*.json "$r"/net/put64M-tcp-b*.json \
-        "$r/net/allreduce-tcp.json" --markdown "$r/net/vs-floor.md" ;;
+      step net-vs-floor bash -c 'python3 bench/net-vs-floor.py --floor "$1/floor.json" \
+        $(ls "$1"/rma-lat-tcp.json "$1"/msgrate-tcp-*.json "$1"/put64M-tcp-b*.json \
+        "$1"/allreduce-tcp.json 2>/dev/null) --markdown "$1/vs-floor.md"' _ "$r/net" ;;
     net-socks)
       mkdir -p "$r/net"
       for ns in ${NET_NSOCKS_LIST:-1 4 8}; do
