@@ -97,6 +97,9 @@ constexpr ConfigVar kVars[] = {
      "receiving thread a ring of four (the GPU empties one while the socket fills the next); the "
      "ucx "
      "backend's staged puts and gets keep up to four chunks in flight"},
+    {"GNIO_PROXY_BATCH", ConfigType::Int, "64",
+     "most received small puts and signals (each at most 4 KiB) the proxy hands to the GPU in one "
+     "kernel launch (1..64; 1 = a launch for each)"},
     {"GNIO_PROXY_SPIN_US", ConfigType::Int, "-1",
      "how long (microseconds) a proxy thread keeps polling after its last work before it sleeps: "
      "the latency of the first operation after a pause against a busy CPU core; -1 = 10000 on "

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/fail.hpp"
+#include "gnio/config.hpp"
 #include "gnio/device/atomic.hpp"
 #include "platform/word_op.hpp"
 
@@ -26,6 +27,10 @@ Staging::Staging(platform::Backend& backend, Direction direction, bool direct, s
     : backend_(backend), direction_(direction), direct_(direct), chunk_(chunk) {
   done_ = &direct_done_;
   if (direct_) return;
+  const long long batch = config_int("GNIO_PROXY_BATCH");
+  GNIO_REQUIRE(batch >= 1 && batch <= static_cast<long long>(platform::kMaxDeliveryBatch),
+               "GNIO_PROXY_BATCH=%lld is not within 1..%zu", batch, platform::kMaxDeliveryBatch);
+  batch_limit_ = static_cast<std::size_t>(batch);
   GNIO_REQUIRE(chunk_ > 0, "GNIO_PROXY_CHUNK must be positive");
   try {
     if (direction_ == Direction::Outbound) {
@@ -250,7 +255,7 @@ bool overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_by
 }  // namespace
 
 void Staging::hand_over(const platform::Delivery& d) {
-  if (d.bytes > platform::kMaxBatchedDeliveryBytes) {
+  if (d.bytes > platform::kMaxBatchedDeliveryBytes || batch_limit_ == 1) {
     flush();
     backend_.deliver(d, stream(0));
     return;
@@ -265,7 +270,7 @@ void Staging::hand_over(const platform::Delivery& d) {
       break;
     }
   batch_.push_back(d);
-  if (batch_.size() == platform::kMaxDeliveryBatch) flush();
+  if (batch_.size() >= batch_limit_) flush();
 }
 
 void Staging::flush() {

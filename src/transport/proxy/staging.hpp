@@ -102,6 +102,7 @@ class Staging {
   std::deque<Piece> pieces_;
   std::size_t ring_head_ = 0;
   std::vector<platform::Delivery> batch_;  // small deliveries not yet handed to the device
+  std::size_t batch_limit_ = 1;             // GNIO_PROXY_BATCH
   std::uint64_t issued_ = 0;       // marks handed out
   std::uint64_t* done_ = nullptr;  // host-mapped: the completed mark (Inbound, staged)
   std::uint64_t direct_done_ = 0;  // direct: deliveries complete at once
