@@ -15,6 +15,7 @@ namespace gnio::platform {
 namespace {
 
 constexpr unsigned kDeliverThreads = 512;
+constexpr unsigned kDeliverBatchWarps = 8;
 
 template <class T>
 __global__ void word_atomic_kernel(T* word, WordOp op, T operand, T expected, std::uint64_t* old) {
@@ -155,7 +156,9 @@ cudaError_t launch_deliver_batch_kernel(const Delivery* d, std::size_t count, cu
       b.mark = d[i].mark;
     }
   }
-  const unsigned warps = static_cast<unsigned>(count < 32 ? count : 32);
+  // At most 8 warps: the kernel must find room beside a persistent kernel that holds a block on
+  // every SM (a 1024-thread block did not, rma_persistent_test).
+  const unsigned warps = static_cast<unsigned>(count < kDeliverBatchWarps ? count : kDeliverBatchWarps);
   deliver_batch_kernel<<<1, 32 * warps, 0, stream>>>(b);
   return cudaGetLastError();
 }
