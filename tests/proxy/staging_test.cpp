@@ -2,8 +2,9 @@
 // a header + data stream arrives in place whatever the chunk size, sizes around chunk boundaries
 // included, with its signal applied once and its mark completed; many deliveries queued without
 // waiting wrap the inbound ring and all land; read() and receive() from memory move every byte
-// too; small deliveries batched together still land in their order; word_atomic gives each WordOp's result and old value on 4- and 8-byte words; a connection
-// that closes mid-transfer is reported, not hung on.
+// too; small deliveries batched together still land in their order; word_atomic gives each WordOp's
+// result and old value on 4- and 8-byte words; a connection that closes mid-transfer is reported,
+// not hung on.
 #include "transport/proxy/staging.hpp"
 
 #include <gtest/gtest.h>
@@ -200,8 +201,8 @@ TEST_P(StagingTest, SmallDeliveriesLandInTheOrderTheyCame) {
   *count = *signal_then_put = *put_then_signal = 0;
   auto put = [&](std::uint64_t* dst, std::uint64_t value, const Staging::Signal* signal) {
     std::uint64_t mark = 0;
-    ASSERT_TRUE(receiver.receive(&value, dst, dst ? sizeof(value) : 0, signal,
-                                 Deadline::after(30), &mark));
+    ASSERT_TRUE(
+        receiver.receive(&value, dst, dst ? sizeof(value) : 0, signal, Deadline::after(30), &mark));
   };
   for (std::size_t k = 0; k < kRounds; ++k) {
     const Staging::Signal counted{count, WordOp::Add, 1};

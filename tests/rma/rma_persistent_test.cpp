@@ -27,7 +27,8 @@ constexpr unsigned kThreads = 128;
 
 /// Blocks of the persistent kernel: one per SM on a GPU, 4 on the host backend.
 unsigned blocks_on_every_sm() {
-  if (const char* n = std::getenv("GNIO_TEST_PERSISTENT_BLOCKS")) return static_cast<unsigned>(std::atoi(n));
+  if (const char* n = std::getenv("GNIO_TEST_PERSISTENT_BLOCKS"))
+    return static_cast<unsigned>(std::atoi(n));
 #if defined(__CUDACC__)
   int device = 0, sms = 0;
   if (comm().backend() != gnio::Backend::Host && cudaGetDevice(&device) == cudaSuccess &&
@@ -43,7 +44,9 @@ GNIO_HD_INLINE std::size_t round_bytes(int r, unsigned b) {
 }
 
 /// The pattern rank 0 sends: round r's source starts r bytes in, so every round's data differs.
-GNIO_HD_INLINE std::uint8_t sent_byte(std::size_t i) { return pattern_byte(0, i, 17); }
+GNIO_HD_INLINE std::uint8_t sent_byte(std::size_t i) {
+  return pattern_byte(0, i, 17);
+}
 
 void persistent_kernel(DeviceComm dc, unsigned blocks, SymPtr<std::uint8_t> dst,
                        SymPtr<std::uint64_t> ready, SymPtr<std::uint64_t> ack,
@@ -80,7 +83,8 @@ TEST(Persistent, KernelOnEverySmReceivesPutsAndSignals) {
   const unsigned blocks = blocks_on_every_sm();
   const std::size_t bytes = kRegion * blocks;
   SymPtr<std::uint8_t> dst = c.alloc<std::uint8_t>(bytes);
-  SymPtr<std::uint64_t> ready = c.alloc<std::uint64_t>(blocks), ack = c.alloc<std::uint64_t>(blocks);
+  SymPtr<std::uint64_t> ready = c.alloc<std::uint64_t>(blocks),
+                        ack = c.alloc<std::uint64_t>(blocks);
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(bytes + kRounds));
   auto* wrong = static_cast<std::uint64_t*>(c.alloc_device(sizeof(std::uint64_t)));
   std::vector<std::uint8_t> host(bytes + kRounds), poison(bytes, kPoison);

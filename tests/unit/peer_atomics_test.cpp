@@ -22,7 +22,8 @@ CudaPeerInfo peer(int ordinal, bool can_access, bool native_atomics) {
 TEST(PeerAtomics, NamesEveryMappedPeerWithoutNativeAtomics) {
   CudaDeviceInfo d;
   d.ordinal = 0;
-  d.peers = {peer(1, true, false), peer(2, true, true), peer(3, true, false), peer(4, false, false)};
+  d.peers = {peer(1, true, false), peer(2, true, true), peer(3, true, false),
+             peer(4, false, false)};
   const std::string w = peer_atomics_warning(d);
   // 2 has native atomics, 4 is not mapped: neither is named.
   EXPECT_NE(w.find("GPU 0 reaches GPU(s) 1, 3 without native atomics"), std::string::npos) << w;

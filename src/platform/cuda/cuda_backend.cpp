@@ -52,10 +52,9 @@ void warn_about_peer_atomics(int device) {
     peer.peer = p;
     int can = 0, native = 0;
     peer.can_access = cudaDeviceCanAccessPeer(&can, device, p) == cudaSuccess && can != 0;
-    peer.native_atomics =
-        cudaDeviceGetP2PAttribute(&native, cudaDevP2PAttrNativeAtomicSupported, device, p) ==
-            cudaSuccess &&
-        native != 0;
+    peer.native_atomics = cudaDeviceGetP2PAttribute(&native, cudaDevP2PAttrNativeAtomicSupported,
+                                                    device, p) == cudaSuccess &&
+                          native != 0;
     (void)cudaGetLastError();
     info.peers.push_back(peer);
   }

@@ -149,8 +149,9 @@ cudaError_t launch_deliver_batch_kernel(const Delivery* d, std::size_t count, cu
   DeliveryBatch b{};
   b.count = static_cast<std::uint32_t>(count);
   for (std::size_t i = 0; i < count; ++i) {
-    b.items[i] = DeliveryBatch::Item{d[i].dst, d[i].src, d[i].word, d[i].operand,
-                                     static_cast<std::uint32_t>(d[i].bytes), d[i].op};
+    b.items[i] = DeliveryBatch::Item{
+        d[i].dst, d[i].src, d[i].word, d[i].operand, static_cast<std::uint32_t>(d[i].bytes),
+        d[i].op};
     if (d[i].done) {
       b.done = d[i].done;
       b.mark = d[i].mark;
@@ -158,7 +159,8 @@ cudaError_t launch_deliver_batch_kernel(const Delivery* d, std::size_t count, cu
   }
   // At most 8 warps: the kernel must find room beside a persistent kernel that holds a block on
   // every SM (a 1024-thread block did not, rma_persistent_test).
-  const unsigned warps = static_cast<unsigned>(count < kDeliverBatchWarps ? count : kDeliverBatchWarps);
+  const unsigned warps =
+      static_cast<unsigned>(count < kDeliverBatchWarps ? count : kDeliverBatchWarps);
   deliver_batch_kernel<<<1, 32 * warps, 0, stream>>>(b);
   return cudaGetLastError();
 }

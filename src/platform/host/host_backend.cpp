@@ -352,8 +352,9 @@ void HostBackend::deliver(const Delivery& d, StreamRef s) {
 
 void HostBackend::deliver_batch(const Delivery* d, std::size_t count, StreamRef s) {
   detail::HostStream* stream = host_stream(s, "deliver_batch");
-  GNIO_REQUIRE(count <= kMaxDeliveryBatch, "host backend deliver_batch: %zu deliveries (at most %zu)",
-               count, kMaxDeliveryBatch);
+  GNIO_REQUIRE(count <= kMaxDeliveryBatch,
+               "host backend deliver_batch: %zu deliveries (at most %zu)", count,
+               kMaxDeliveryBatch);
   for (std::size_t i = 0; i < count; ++i)
     GNIO_REQUIRE(well_formed(d[i]) && d[i].bytes <= kMaxBatchedDeliveryBytes,
                  "host backend deliver_batch: bad delivery %zu (%zu bytes %p -> %p, signal word "

@@ -102,11 +102,11 @@ class Staging {
   std::deque<Piece> pieces_;
   std::size_t ring_head_ = 0;
   std::vector<platform::Delivery> batch_;  // small deliveries not yet handed to the device
-  std::size_t batch_limit_ = 1;             // GNIO_PROXY_BATCH
-  std::uint64_t issued_ = 0;       // marks handed out
-  std::uint64_t* done_ = nullptr;  // host-mapped: the completed mark (Inbound, staged)
-  std::uint64_t direct_done_ = 0;  // direct: deliveries complete at once
-  std::uint64_t* old_ = nullptr;   // host-mapped: where word_atomic's kernel leaves the old value
+  std::size_t batch_limit_ = 1;            // GNIO_PROXY_BATCH
+  std::uint64_t issued_ = 0;               // marks handed out
+  std::uint64_t* done_ = nullptr;          // host-mapped: the completed mark (Inbound, staged)
+  std::uint64_t direct_done_ = 0;          // direct: deliveries complete at once
+  std::uint64_t* old_ = nullptr;  // host-mapped: where word_atomic's kernel leaves the old value
 
   /// Waits for and frees what the constructor made (whatever part of it exists).
   void release() noexcept;
