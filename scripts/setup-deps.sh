@@ -3,8 +3,10 @@
 # again; does nothing when everything is present. Needs root (or sudo) only when installing.
 set -euo pipefail
 # clang and libclang-rt-dev: the libFuzzer targets (tests/fuzz) that scripts/test.sh runs briefly;
-# libucx-dev: the ucx network backend (GNIO_NET=ucx).
-packages=(cmake ninja-build g++ make pkg-config git python3 libgtest-dev iproute2 clang libclang-rt-dev libucx-dev)
+# libucx-dev: the ucx network backend (GNIO_NET=ucx); libxdp-dev, libbpf-dev: packet I/O
+# (eth::Port over AF_XDP); iputils-ping: the packet-I/O samples' tests.
+packages=(cmake ninja-build g++ make pkg-config git python3 libgtest-dev iproute2 clang libclang-rt-dev libucx-dev
+  libxdp-dev libbpf-dev iputils-ping)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -154,6 +154,11 @@ class Backend {
   /// pointer is valid on the host and in kernels (unified addressing).
   virtual void* alloc_host_mapped(std::size_t bytes) = 0;
   virtual void free_host_mapped(void* p) noexcept = 0;
+  /// Makes `bytes` of host memory this process mapped itself at `p` (page-aligned: packet
+  /// buffers, rings a socket mapped) reachable by kernels at the same address. Throws
+  /// Error(Unsupported) when the device refuses it. The host backend needs nothing.
+  virtual void register_host(void* p, std::size_t bytes) = 0;
+  virtual void unregister_host(void* p) noexcept = 0;
 
   // ---- device memory private to this rank --------------------------------------------------
   virtual void* alloc_device(std::size_t bytes) = 0;

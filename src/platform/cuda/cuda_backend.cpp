@@ -854,6 +854,40 @@ void* CudaBackend::alloc_host_mapped(std::size_t bytes) {
   return p;
 }
 
+void CudaBackend::register_host(void* p, std::size_t bytes) {
+  GNIO_REQUIRE(p && bytes > 0, "register_host(%p, %zu bytes) on GPU %d: nothing to register", p,
+               bytes, device_);
+  ScopedDevice guard(device_);
+  cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    fail(ErrorClass::Unsupported,
+         "GPU %d cannot map host memory %p (%zu bytes) into its address space: "
+         "cudaHostRegister failed: %s",
+         device_, p, bytes, cudaGetErrorString(e));
+  }
+  void* on_device = nullptr;
+  e = cudaHostGetDevicePointer(&on_device, p, 0);
+  if (e != cudaSuccess || on_device != p) {
+    (void)cudaGetLastError();
+    (void)cudaHostUnregister(p);
+    fail(ErrorClass::Unsupported,
+         "GPU %d maps registered host memory %p at %p (%s); gnio needs the same address in "
+         "kernels and on the host",
+         device_, p, on_device, cudaGetErrorString(e));
+  }
+}
+
+void CudaBackend::unregister_host(void* p) noexcept {
+  if (!p) return;
+  ScopedDevice guard = ScopedDevice::quiet(device_);
+  if (cudaError_t e = cudaHostUnregister(p); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    GNIO_WARN(Memory, "cudaHostUnregister(%p) on GPU %d: %s (ignored)", p, device_,
+              cudaGetErrorString(e));
+  }
+}
+
 void CudaBackend::free_host_mapped(void* p) noexcept {
   if (!p) return;
   ScopedDevice guard = ScopedDevice::quiet(device_);

@@ -121,6 +121,8 @@ class CudaBackend final : public Backend {
   /// Error(InvalidArgument) for `bytes` == 0.
   void* alloc_host_mapped(std::size_t bytes) override;
   void free_host_mapped(void* p) noexcept override;
+  void register_host(void* p, std::size_t bytes) override;
+  void unregister_host(void* p) noexcept override;
 
   // ---- device memory private to this rank ---------------------------------------------------
   /// cudaMalloc; contents undefined. Throws Error(InvalidArgument) for `bytes` == 0.

@@ -335,6 +335,10 @@ void HostBackend::word_atomic(void* word, unsigned width, WordOp op, std::uint64
       "word_atomic");
 }
 
+void HostBackend::register_host(void*, std::size_t) {}
+
+void HostBackend::unregister_host(void*) noexcept {}
+
 void HostBackend::deliver(const Delivery& d, StreamRef s) {
   detail::HostStream* stream = host_stream(s, "deliver");
   GNIO_REQUIRE(well_formed(d),

@@ -59,6 +59,8 @@ class HostBackend final : public Backend {
 
   void* alloc_host_mapped(std::size_t bytes) override;
   void free_host_mapped(void* p) noexcept override;
+  void register_host(void* p, std::size_t bytes) override;
+  void unregister_host(void* p) noexcept override;
 
   /// From the process's memfd arena, so host_backend_find_shareable() can share it with peers.
   void* alloc_device(std::size_t bytes) override;

@@ -1,0 +1,110 @@
+// Reading and writing Ethernet, IPv4, ICMP and UDP headers in place, from kernels or host code:
+// what the packet-I/O samples build their replies with. Every field is read and written byte by
+// byte (network order, no alignment assumed), and every parse checks the frame is long enough
+// for what it reads, so a truncated or malformed frame is rejected, never read past its end.
+#pragma once
+
+#include <cstdint>
+
+#include "gnio/device/macros.hpp"
+
+namespace gnio::packet {
+
+inline constexpr unsigned kEthernetBytes = 14;
+inline constexpr std::uint16_t kEtherTypeIpv4 = 0x0800;
+inline constexpr std::uint8_t kProtocolIcmp = 1;
+inline constexpr std::uint8_t kProtocolUdp = 17;
+inline constexpr std::uint8_t kIcmpEchoReply = 0;
+inline constexpr std::uint8_t kIcmpEchoRequest = 8;
+
+GNIO_HD_INLINE std::uint16_t load16(const std::uint8_t* p) {
+  return static_cast<std::uint16_t>(p[0] << 8 | p[1]);
+}
+GNIO_HD_INLINE void store16(std::uint8_t* p, std::uint16_t v) {
+  p[0] = static_cast<std::uint8_t>(v >> 8);
+  p[1] = static_cast<std::uint8_t>(v);
+}
+
+/// The Internet checksum (RFC 1071) of `n` bytes: the value to store in a zeroed checksum field.
+GNIO_HD_INLINE std::uint16_t internet_checksum(const std::uint8_t* p, unsigned n) {
+  std::uint32_t sum = 0;
+  for (unsigned i = 0; i + 1 < n; i += 2) sum += load16(p + i);
+  if (n & 1) sum += static_cast<std::uint32_t>(p[n - 1]) << 8;
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<std::uint16_t>(~sum);
+}
+
+/// Where an IPv4 packet's parts are in a frame; valid only when ok.
+struct Ipv4View {
+  bool ok = false;
+  std::uint8_t* ip = nullptr;  ///< the IPv4 header
+  unsigned header_bytes = 0;   ///< IHL * 4
+  unsigned total_bytes = 0;    ///< the IP total length (header + payload)
+  std::uint8_t protocol = 0;
+  std::uint8_t* payload = nullptr;  ///< ip + header_bytes
+  unsigned payload_bytes = 0;
+};
+
+/// Parses an Ethernet frame carrying IPv4: the EtherType, version, header length, total length
+/// (within the frame) and header checksum must hold; anything else gives ok = false.
+GNIO_HD_INLINE Ipv4View parse_ipv4(std::uint8_t* frame, unsigned length) {
+  Ipv4View v;
+  if (length < kEthernetBytes + 20 || load16(frame + 12) != kEtherTypeIpv4) return v;
+  std::uint8_t* ip = frame + kEthernetBytes;
+  const unsigned ihl = (ip[0] & 0x0f) * 4u, total = load16(ip + 2);
+  if ((ip[0] >> 4) != 4 || ihl < 20 || total < ihl || kEthernetBytes + total > length) return v;
+  if (internet_checksum(ip, ihl) != 0) return v;  // a correct header sums to zero
+  v.ok = true;
+  v.ip = ip;
+  v.header_bytes = ihl;
+  v.total_bytes = total;
+  v.protocol = ip[9];
+  v.payload = ip + ihl;
+  v.payload_bytes = total - ihl;
+  return v;
+}
+
+/// What make_echo_reply() made of a frame.
+enum class EchoVerdict : std::uint8_t {
+  Reply,           ///< a reply was written
+  NotIpv4,         ///< not an Ethernet IPv4 frame (or its IP header is malformed)
+  NotEchoRequest,  ///< IPv4, but not an ICMP echo request
+  BadChecksum,     ///< an echo request whose ICMP checksum is wrong
+};
+
+/// Writes into `reply` (room for `length` bytes) the ICMP echo reply to the frame `request`:
+/// addresses swapped, the reply's TTL set to `ttl` (so a receiver can tell who answered), both
+/// checksums computed. Returns the verdict; the reply's length equals the request's Ethernet +
+/// IP total length.
+GNIO_HD_INLINE EchoVerdict make_echo_reply(std::uint8_t* request, unsigned length,
+                                           std::uint8_t* reply, std::uint8_t ttl,
+                                           unsigned* reply_length) {
+  const Ipv4View v = parse_ipv4(request, length);
+  if (!v.ok) return EchoVerdict::NotIpv4;
+  if (v.protocol != kProtocolIcmp || v.payload_bytes < 8 || v.payload[0] != kIcmpEchoRequest ||
+      v.payload[1] != 0)
+    return EchoVerdict::NotEchoRequest;
+  if (internet_checksum(v.payload, v.payload_bytes) != 0) return EchoVerdict::BadChecksum;
+  const unsigned n = kEthernetBytes + v.total_bytes;
+  for (unsigned i = 0; i < n; ++i) reply[i] = request[i];
+  for (unsigned i = 0; i < 6; ++i) {  // Ethernet: back to the sender
+    reply[i] = request[6 + i];
+    reply[6 + i] = request[i];
+  }
+  std::uint8_t* ip = reply + kEthernetBytes;
+  for (unsigned i = 0; i < 4; ++i) {  // IPv4: source and destination swapped
+    ip[12 + i] = request[kEthernetBytes + 16 + i];
+    ip[16 + i] = request[kEthernetBytes + 12 + i];
+  }
+  ip[8] = ttl;
+  store16(ip + 10, 0);
+  store16(ip + 10, internet_checksum(ip, v.header_bytes));
+  std::uint8_t* icmp = ip + v.header_bytes;
+  icmp[0] = kIcmpEchoReply;
+  store16(icmp + 2, 0);
+  store16(icmp + 2, internet_checksum(icmp, v.payload_bytes));
+  *reply_length = n;
+  return EchoVerdict::Reply;
+}
+
+}  // namespace gnio::packet

@@ -1,0 +1,324 @@
+// eth::Port over AF_XDP. libxdp creates the socket and loads its XDP program (the one that
+// redirects the queue's packets to the socket); it is loaded at run time (dlopen), so libgnio
+// does not depend on it and machines without it lose only packet I/O. The rings and the UMEM are
+// registered with the device so that kernels use them in place; a CPU thread wakes the socket
+// for transmission (copy mode sends only inside a system call).
+#include <dlfcn.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <xdp/xsk.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "base/fail.hpp"
+#include "core/comm_impl.hpp"
+#include "gnio/eth.hpp"
+#include "gnio/log.hpp"
+#include "platform/backend.hpp"
+
+namespace gnio::eth {
+namespace {
+
+/// The libxdp functions the port uses, looked up once.
+struct XdpLibrary {
+  decltype(&xsk_umem__create) umem_create = nullptr;
+  decltype(&xsk_umem__delete) umem_delete = nullptr;
+  decltype(&xsk_socket__create) socket_create = nullptr;
+  decltype(&xsk_socket__delete) socket_delete = nullptr;
+  decltype(&xsk_socket__fd) socket_fd = nullptr;
+  std::string error;  ///< why it is unusable; empty when usable
+
+  static const XdpLibrary& get() {
+    static const XdpLibrary lib = [] {
+      XdpLibrary l;
+      void* h = dlopen("libxdp.so.1", RTLD_NOW | RTLD_LOCAL);
+      if (!h) {
+        l.error = std::string("libxdp is not installed (") + dlerror() +
+                  "); install libxdp1 and libbpf1 (Debian) or put them on LD_LIBRARY_PATH";
+        return l;
+      }
+      auto sym = [&](auto& f, const char* name) {
+        f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, name));
+        if (!f && l.error.empty()) l.error = std::string("libxdp lacks ") + name;
+      };
+      sym(l.umem_create, "xsk_umem__create");
+      sym(l.umem_delete, "xsk_umem__delete");
+      sym(l.socket_create, "xsk_socket__create");
+      sym(l.socket_delete, "xsk_socket__delete");
+      sym(l.socket_fd, "xsk_socket__fd");
+      return l;
+    }();
+    return lib;
+  }
+};
+
+std::size_t page_size() {
+  return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+Ring ring_of(const xsk_ring_prod& r) {
+  return Ring{r.producer, r.consumer, r.ring, r.mask};
+}
+Ring ring_of(const xsk_ring_cons& r) {
+  return Ring{r.producer, r.consumer, r.ring, r.mask};
+}
+
+/// The page-aligned span of a ring's mapping: its index words and its entries.
+std::pair<void*, std::size_t> mapping_of(const Ring& r, std::size_t entry_bytes) {
+  auto lo = std::min({reinterpret_cast<std::uintptr_t>(r.producer),
+                      reinterpret_cast<std::uintptr_t>(r.consumer),
+                      reinterpret_cast<std::uintptr_t>(r.entries)});
+  const auto hi = reinterpret_cast<std::uintptr_t>(r.entries) + (r.mask + 1) * entry_bytes;
+  lo &= ~(page_size() - 1);
+  return {reinterpret_cast<void*>(lo), hi - lo};
+}
+
+}  // namespace
+
+struct Port::Impl {
+  std::shared_ptr<gnio::detail::CommImpl> comm;
+  platform::Backend* backend = nullptr;
+  PortOptions options;
+  int ifindex = 0;
+  std::uint8_t mac[6] = {};
+  std::uint8_t* umem_area = nullptr;
+  std::size_t umem_bytes = 0;
+  xsk_umem* umem = nullptr;
+  xsk_socket* xsk = nullptr;
+  xsk_ring_prod fill{}, tx{};
+  xsk_ring_cons completion{}, rx{};
+  std::uint32_t* words = nullptr;  // host-mapped: [0] stop, [16] rx handoff, [32] tx handoff
+  std::vector<void*> registered;
+  std::string mode;
+  std::thread waker;
+  std::atomic<bool> quit{false};
+  std::atomic<std::uint64_t> wakeups{0};
+
+  ~Impl() { close(); }
+
+  void open();
+  void close() noexcept;
+  void wake_loop();
+};
+
+void Port::Impl::open() {
+  const PortOptions& o = options;
+  GNIO_REQUIRE(!o.interface.empty() && o.interface.size() < IFNAMSIZ,
+               "eth::Port: '%s' is not an interface name", o.interface.c_str());
+  GNIO_REQUIRE(o.frames >= 64 && (o.frames & (o.frames - 1)) == 0,
+               "eth::Port: frames=%u must be a power of two, at least 64", o.frames);
+  GNIO_REQUIRE(o.frame_size == 2048 || o.frame_size == 4096,
+               "eth::Port: frame_size=%u must be 2048 or 4096", o.frame_size);
+  ifindex = static_cast<int>(if_nametoindex(o.interface.c_str()));
+  GNIO_REQUIRE(ifindex > 0, "eth::Port: no interface '%s' in this network namespace",
+               o.interface.c_str());
+  {
+    const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, o.interface.c_str(), IFNAMSIZ - 1);
+    if (s >= 0 && ::ioctl(s, SIOCGIFHWADDR, &ifr) == 0)
+      std::memcpy(mac, ifr.ifr_hwaddr.sa_data, sizeof(mac));
+    if (s >= 0) ::close(s);
+  }
+  const XdpLibrary& lib = XdpLibrary::get();
+  if (!lib.error.empty()) fail(ErrorClass::Unsupported, "eth::Port: %s", lib.error.c_str());
+
+  umem_bytes = static_cast<std::size_t>(o.frames) * o.frame_size;
+  void* area = ::mmap(nullptr, umem_bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (area == MAP_FAILED) fail_errno("eth::Port: mmap of %zu bytes of packet memory", umem_bytes);
+  umem_area = static_cast<std::uint8_t*>(area);
+  const std::uint32_t half = o.frames / 2;
+  xsk_umem_config ucfg{};
+  ucfg.fill_size = half;
+  ucfg.comp_size = half;
+  ucfg.frame_size = o.frame_size;
+  ucfg.frame_headroom = 0;
+  ucfg.flags = 0;
+  if (int e = lib.umem_create(&umem, umem_area, umem_bytes, &fill, &completion, &ucfg); e != 0)
+    fail(e == -EPERM ? ErrorClass::SystemError : ErrorClass::Unsupported,
+         "eth::Port: registering %zu bytes of packet memory with AF_XDP failed: %s%s", umem_bytes,
+         std::strerror(-e), e == -EPERM ? " (needs CAP_NET_ADMIN and CAP_NET_RAW)" : "");
+
+  struct Attempt {
+    std::uint32_t xdp_flags;
+    std::uint16_t bind_flags;
+    const char* what;
+  };
+  std::vector<Attempt> attempts;
+  if (o.mode != XdpMode::Skb) {
+    attempts.push_back({XDP_FLAGS_DRV_MODE, XDP_ZEROCOPY, "zero copy, XDP in the driver"});
+    attempts.push_back({XDP_FLAGS_DRV_MODE, XDP_COPY, "copy mode, XDP in the driver"});
+  }
+  if (o.mode != XdpMode::Driver)
+    attempts.push_back({XDP_FLAGS_SKB_MODE, XDP_COPY, "copy mode, XDP in skb (generic) mode"});
+  std::string refused;
+  for (const Attempt& a : attempts) {
+    xsk_socket_config scfg{};
+    scfg.rx_size = half;
+    scfg.tx_size = half;
+    scfg.libxdp_flags = 0;
+    scfg.xdp_flags = a.xdp_flags;
+    scfg.bind_flags = a.bind_flags;
+    const int e = lib.socket_create(&xsk, o.interface.c_str(), o.queue, umem, &rx, &tx, &scfg);
+    if (e == 0) {
+      mode = std::string("AF_XDP, ") + a.what;
+      if (!refused.empty()) mode += " (" + refused + ")";
+      break;
+    }
+    xsk = nullptr;
+    if (e == -EPERM)
+      fail(ErrorClass::SystemError,
+           "eth::Port: AF_XDP on %s queue %u: %s (needs CAP_NET_ADMIN and CAP_NET_RAW)",
+           o.interface.c_str(), o.queue, std::strerror(-e));
+    refused += std::string(refused.empty() ? "" : "; ") + a.what + " refused: " + std::strerror(-e);
+  }
+  if (!xsk)
+    fail(ErrorClass::Unsupported, "eth::Port: no AF_XDP socket on %s queue %u: %s",
+         o.interface.c_str(), o.queue, refused.c_str());
+
+  // Every receive frame (the first half of the UMEM) goes to the fill ring.
+  auto* fill_addrs = static_cast<std::uint64_t*>(fill.ring);
+  for (std::uint32_t i = 0; i < half; ++i)
+    fill_addrs[i & fill.mask] = static_cast<std::uint64_t>(i) * o.frame_size;
+  __atomic_store_n(fill.producer, *fill.producer + half, __ATOMIC_RELEASE);
+
+  words = static_cast<std::uint32_t*>(backend->alloc_host_mapped(64 * sizeof(std::uint32_t)));
+  const std::pair<void*, std::size_t> spans[] = {
+      {umem_area, umem_bytes},
+      mapping_of(ring_of(fill), sizeof(std::uint64_t)),
+      mapping_of(ring_of(completion), sizeof(std::uint64_t)),
+      mapping_of(ring_of(rx), sizeof(Descriptor)),
+      mapping_of(ring_of(tx), sizeof(Descriptor)),
+  };
+  for (const auto& [p, n] : spans) {
+    backend->register_host(p, n);
+    registered.push_back(p);
+  }
+  waker = std::thread([this] { wake_loop(); });
+}
+
+void Port::Impl::wake_loop() {
+  const int fd = XdpLibrary::get().socket_fd(xsk);
+  unsigned idle = 0;
+  while (!quit.load(std::memory_order_acquire)) {
+    // Copy mode transmits only inside sendto(), a batch per call: kick while the TX ring holds
+    // frames Linux has not taken.
+    const std::uint32_t prod = __atomic_load_n(tx.producer, __ATOMIC_ACQUIRE);
+    const std::uint32_t cons = __atomic_load_n(tx.consumer, __ATOMIC_ACQUIRE);
+    if (prod != cons) {
+      idle = 0;
+      wakeups.fetch_add(1, std::memory_order_relaxed);
+      if (::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0 && errno != EAGAIN &&
+          errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN) {
+        GNIO_WARN(Init, "eth::Port %s: sendto failed: %s", options.interface.c_str(),
+                  std::strerror(errno));
+      }
+      continue;
+    }
+    // Nothing queued: poll briefly, then sleep in short steps (the kernels cannot wake us).
+    if (++idle < 256)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(idle < 4096 ? 5 : 50));
+  }
+}
+
+void Port::Impl::close() noexcept {
+  if (words) __atomic_store_n(&words[0], 1u, __ATOMIC_RELEASE);
+  quit.store(true, std::memory_order_release);
+  if (waker.joinable()) waker.join();
+  for (void* p : registered) backend->unregister_host(p);
+  registered.clear();
+  const XdpLibrary& lib = XdpLibrary::get();
+  if (xsk) lib.socket_delete(xsk);  // detaches the XDP program too
+  xsk = nullptr;
+  if (umem) (void)lib.umem_delete(umem);
+  umem = nullptr;
+  if (umem_area) ::munmap(umem_area, umem_bytes);
+  umem_area = nullptr;
+  if (words) backend->free_host_mapped(words);
+  words = nullptr;
+}
+
+Port::Port(Comm& comm, const PortOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->comm = comm.impl();
+  impl_->backend = impl_->comm->backend.get();
+  impl_->options = options;
+  impl_->open();
+  GNIO_INFO(Init, "eth::Port %s queue %u: %s; %u frames of %u bytes", options.interface.c_str(),
+            options.queue, impl_->mode.c_str(), options.frames, options.frame_size);
+}
+
+Port::~Port() = default;
+
+RxQueue Port::rx() const {
+  const Impl& m = *impl_;
+  RxQueue q;
+  q.rx = ring_of(m.rx);
+  q.fill = ring_of(m.fill);
+  q.umem = m.umem_area;
+  q.stop = &m.words[0];
+  q.handoff = &m.words[16];
+  return q;
+}
+
+TxQueue Port::tx() const {
+  const Impl& m = *impl_;
+  TxQueue q;
+  q.tx = ring_of(m.tx);
+  q.completion = ring_of(m.completion);
+  q.umem = m.umem_area;
+  q.first_frame = static_cast<std::uint64_t>(m.options.frames / 2) * m.options.frame_size;
+  q.frame_size = m.options.frame_size;
+  q.frames = m.options.frames / 2;
+  q.stop = &m.words[0];
+  q.handoff = &m.words[32];
+  return q;
+}
+
+std::string Port::mode() const {
+  return impl_->mode;
+}
+
+void Port::stop() {
+  __atomic_store_n(&impl_->words[0], 1u, __ATOMIC_RELEASE);
+}
+
+PortStats Port::stats() const {
+  const Impl& m = *impl_;
+  PortStats s;
+  s.received = __atomic_load_n(m.rx.consumer, __ATOMIC_ACQUIRE);
+  s.sent = __atomic_load_n(m.completion.producer, __ATOMIC_ACQUIRE);
+  s.wakeups = m.wakeups.load(std::memory_order_relaxed);
+  xdp_statistics x{};
+  socklen_t len = sizeof(x);
+  if (::getsockopt(XdpLibrary::get().socket_fd(m.xsk), SOL_XDP, XDP_STATISTICS, &x, &len) == 0) {
+    s.rx_dropped = x.rx_dropped;
+    s.rx_invalid = x.rx_invalid_descs;
+    s.tx_invalid = x.tx_invalid_descs;
+    s.rx_ring_full = x.rx_ring_full;
+    s.rx_fill_empty = x.rx_fill_ring_empty_descs;
+    s.tx_ring_empty = x.tx_ring_empty_descs;
+  }
+  return s;
+}
+
+const std::uint8_t* Port::mac() const {
+  return impl_->mac;
+}
+
+int Port::ifindex() const {
+  return impl_->ifindex;
+}
+
+}  // namespace gnio::eth
