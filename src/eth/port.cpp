@@ -15,6 +15,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -27,6 +29,16 @@
 
 namespace gnio::eth {
 namespace {
+
+/// libxdp's and libbpf's messages, at gnio's trace level (GNIO_DEBUG=TRACE shows them).
+int library_note(int, const char* fmt, va_list ap) {
+  char text[512];
+  std::vsnprintf(text, sizeof(text), fmt, ap);
+  std::size_t n = std::strlen(text);
+  while (n > 0 && text[n - 1] == '\n') text[--n] = '\0';
+  GNIO_LOG(Trace, Eth, "xdp: %s", text);
+  return 0;
+}
 
 /// The libxdp functions the port uses, looked up once.
 struct XdpLibrary {
@@ -55,6 +67,13 @@ struct XdpLibrary {
       sym(l.socket_create, "xsk_socket__create");
       sym(l.socket_delete, "xsk_socket__delete");
       sym(l.socket_fd, "xsk_socket__fd");
+      // libxdp and libbpf print their notes ("No bpffs found ...") on stderr: to gnio's log.
+      using XdpPrint = int (*)(int, const char*, va_list);
+      using SetPrint = XdpPrint (*)(XdpPrint);
+      if (auto set = reinterpret_cast<SetPrint>(dlsym(h, "libxdp_set_print"))) set(&library_note);
+      if (void* bpf = dlopen("libbpf.so.1", RTLD_NOW | RTLD_NOLOAD))
+        if (auto set = reinterpret_cast<SetPrint>(dlsym(bpf, "libbpf_set_print")))
+          set(&library_note);
       return l;
     }();
     return lib;
@@ -169,7 +188,12 @@ void Port::Impl::open() {
     scfg.libxdp_flags = 0;
     scfg.xdp_flags = a.xdp_flags;
     scfg.bind_flags = a.bind_flags;
-    const int e = lib.socket_create(&xsk, o.interface.c_str(), o.queue, umem, &rx, &tx, &scfg);
+    int e = lib.socket_create(&xsk, o.interface.c_str(), o.queue, umem, &rx, &tx, &scfg);
+    // A socket just closed on this queue is released by Linux a little later: busy for a moment.
+    for (int retry = 0; e == -EBUSY && retry < 40; ++retry) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      e = lib.socket_create(&xsk, o.interface.c_str(), o.queue, umem, &rx, &tx, &scfg);
+    }
     if (e == 0) {
       mode = std::string("AF_XDP, ") + a.what;
       if (!refused.empty()) mode += " (" + refused + ")";
@@ -181,6 +205,11 @@ void Port::Impl::open() {
            "eth::Port: AF_XDP on %s queue %u: %s (needs CAP_NET_ADMIN and CAP_NET_RAW)",
            o.interface.c_str(), o.queue, std::strerror(-e));
     refused += std::string(refused.empty() ? "" : "; ") + a.what + " refused: " + std::strerror(-e);
+    if (e == -EBUSY)
+      fail(ErrorClass::SystemError,
+           "eth::Port: %s queue %u is busy for 2 s: another AF_XDP socket or XDP program holds it "
+           "(%s)",
+           o.interface.c_str(), o.queue, refused.c_str());
   }
   if (!xsk)
     fail(ErrorClass::Unsupported, "eth::Port: no AF_XDP socket on %s queue %u: %s",
@@ -220,7 +249,7 @@ void Port::Impl::wake_loop() {
       wakeups.fetch_add(1, std::memory_order_relaxed);
       if (::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0 && errno != EAGAIN &&
           errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN) {
-        GNIO_WARN(Init, "eth::Port %s: sendto failed: %s", options.interface.c_str(),
+        GNIO_WARN(Eth, "eth::Port %s: sendto failed: %s", options.interface.c_str(),
                   std::strerror(errno));
       }
       continue;
@@ -255,7 +284,7 @@ Port::Port(Comm& comm, const PortOptions& options) : impl_(std::make_unique<Impl
   impl_->backend = impl_->comm->backend.get();
   impl_->options = options;
   impl_->open();
-  GNIO_INFO(Init, "eth::Port %s queue %u: %s; %u frames of %u bytes", options.interface.c_str(),
+  GNIO_INFO(Eth, "eth::Port %s queue %u: %s; %u frames of %u bytes", options.interface.c_str(),
             options.queue, impl_->mode.c_str(), options.frames, options.frame_size);
 }
 
