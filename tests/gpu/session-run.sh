@@ -31,6 +31,8 @@
 #              put_signal latency, message rates (NET_RATE_SHAPE), a 64 MiB put (1 and 16 blocks),
 #              allreduce 8 B..NET_AR_MAX (no NCCL: its socket run needs 2 GPUs); NET_PARTS picks
 #              (default "lat rate put allreduce"); the floor is measured once per r/
+#   eth        packet I/O with the cuda backend: the ICMP echo test and bench/run-eth.sh on a veth
+#              pair (ETH_DEBS: the .deb files the machine lacks; ETH_BUILD: the build tree)
 #   net-socks  allreduce through the proxy with GNIO_NET_NSOCKS from NET_NSOCKS_LIST (default
 #              "1 4 8"), sizes NET_SOCKS_MIN..NET_SOCKS_MAX (4M..64M), beside NCCL over sockets;
 #              then allreduce with ring forced (8 B..256 KiB, the one-hop oneshot's baseline) and
@@ -246,6 +248,23 @@ run_step() {
       step net-vs-floor bash -c 'python3 bench/net-vs-floor.py --floor "$1/floor.json" \
         $(ls "$1"/rma-lat-tcp.json "$1"/msgrate-tcp-*.json "$1"/put64M-tcp-b*.json \
         "$1"/allreduce-tcp.json 2>/dev/null) --markdown "$1/vs-floor.md"' _ "$r/net" ;;
+    eth)
+      # Packet I/O on the GPU: the ICMP echo test (a kernel answers 1000 pings through an AF_XDP
+      # port on a veth pair) and bench/run-eth.sh, cuda backend. What the machine lacks comes as
+      # .deb files in ETH_DEBS (default .deps/eth-debs: iproute2 iputils-ping libxdp1 libbpf1 and
+      # their libraries, `apt-get download`ed), unpacked here with dpkg -x, never into /.
+      # ETH_BUILD: a build tree with gnio-run, icmp_echo and gnio-eth-bench (default build-gpu).
+      local eb=${ETH_BUILD:-$B} ed=$root/.deps/eth
+      for f in "${ETH_DEBS:-$root/.deps/eth-debs}"/*.deb; do dpkg -x "$f" "$ed"; done
+      local lib=$ed/usr/lib/x86_64-linux-gnu:$ed/lib/x86_64-linux-gnu
+      (
+        export PATH=$PATH:$ed/usr/bin:$ed/bin:$ed/sbin:$ed/usr/sbin
+        export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$lib
+        export LIBXDP_OBJECT_PATH=$ed/usr/lib/x86_64-linux-gnu/bpf GNIO_BACKEND=cuda
+        step eth-icmp "$root/tests/eth/icmp_echo_test.sh" "$eb/tools/gnio-run/gnio-run" \
+          "$eb/examples/eth_icmp_echo/icmp_echo" "${ETH_PINGS:-1000}"
+        step eth-rates bash "$root/bench/run-eth.sh" "$eb" "$r/eth"
+      ) ;;
     net-socks)
       mkdir -p "$r/net"
       for ns in ${NET_NSOCKS_LIST:-1 4 8}; do
