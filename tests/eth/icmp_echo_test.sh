@@ -3,7 +3,8 @@
 # namespace pings the responder's address first with the Linux stack answering (TTL 64), then
 # with examples/eth_icmp_echo answering from a kernel through an AF_XDP port (TTL 42), then with
 # the port closed again (the stack answers, so the XDP program is gone). Malformed and foreign
-# frames sent before the pings must be counted and dropped, not answered and not fatal.
+# frames sent before the pings must be counted and dropped, not answered and not fatal; an
+# interface that goes down and up under a running port must not crash it or keep it from closing.
 #
 #   tests/eth/icmp_echo_test.sh GNIO_RUN ICMP_ECHO [PINGS]
 #
@@ -130,8 +131,31 @@ count() { echo "$line" | grep -o "[0-9]* $1" | cut -d' ' -f1; }
 pinger ping -c 20 -i "$interval" -W 1 -q "${addr[0]}" >"$log/ping-after.txt" 2>&1 ||
   fail "the Linux stack did not answer after the port closed (XDP program left behind?)"
 
+# 4. The interface goes down under a running port, then comes back: the kernel keeps waiting
+#    (bounded), the port closes cleanly when the responder's time is up, the stack answers again.
+ip netns exec "${ns[0]}" "$run" -n 1 --timeout 60 -- "$echo_bin" "${dev[0]}" --seconds 3 \
+  >"$log/responder-down.txt" 2>&1 &
+responder=$!
+for _ in $(seq 200); do
+  grep -q "icmp_echo: ${dev[0]} queue" "$log/responder-down.txt" && break
+  sleep 0.05
+done
+pinger ping -c 50 -i "$interval" -W 1 -q "${addr[0]}" >/dev/null 2>&1
+ip -n "${ns[0]}" link set "${dev[0]}" down
+sleep 0.5
+ip -n "${ns[0]}" link set "${dev[0]}" up
+wait "$responder"
+down_rc=$?
+responder=
+[ "$down_rc" = 0 ] || fail "the responder exited with $down_rc after its interface went down and up"
+grep -q "replies (ttl" "$log/responder-down.txt" || fail "the responder did not report after the interface went down"
+sleep 0.5
+pinger ping -c 20 -i "$interval" -W 1 -q "${addr[0]}" >"$log/ping-after-down.txt" 2>&1 ||
+  fail "the Linux stack did not answer after a port closed on an interface that went down"
+
 echo "$(grep 'icmp_echo: .* queue' "$log/responder.txt")"
 echo "$line"
 echo "ping x $pings, interval $interval s: Linux stack RTT avg $(rtt "$log/ping-stack.txt") ms;" \
   "gnio kernel (AF_XDP) RTT avg $(rtt "$log/ping-gnio.txt") ms, 0% loss, every reply TTL 42;" \
-  "$bad_frames bad frames counted and dropped; stack answers again after close"
+  "$bad_frames bad frames counted and dropped; stack answers again after close;" \
+  "interface down and up under a port: $(grep -o '[0-9]* replies' "$log/responder-down.txt"), clean exit"
