@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -128,6 +129,34 @@ TEST(Packet, MalformedRequestsAreRejectedAndNothingIsWritten) {
   std::vector<std::uint8_t> padded = good;
   padded.resize(good.size() + 10, 0);
   EXPECT_EQ(verdict(padded, size + 10), EchoVerdict::Reply);
+}
+
+TEST(Packet, UdpDatagramsAreParsedAndBadOnesRejected) {
+  // The echo request's frame turned into a UDP datagram 4000 -> 9 carrying 20 bytes.
+  std::vector<std::uint8_t> f = echo_request(20 - 8 + 8);
+  f[23] = 17;
+  f[24] = f[25] = 0;
+  const std::uint16_t c = internet_checksum(f.data() + 14, 20);
+  f[24] = static_cast<std::uint8_t>(c >> 8);
+  f[25] = static_cast<std::uint8_t>(c);
+  const std::uint8_t udp[8] = {0x0f, 0xa0, 0x00, 0x09, 0x00, 28, 0, 0};
+  std::copy(udp, udp + 8, f.begin() + 34);
+  auto u = gnio::packet::parse_udp(f.data(), static_cast<unsigned>(f.size()));
+  ASSERT_TRUE(u.ok);
+  EXPECT_EQ(u.src_ip, 0x0a620002u);
+  EXPECT_EQ(u.dst_ip, 0x0a620001u);
+  EXPECT_EQ(u.src_port, 4000);
+  EXPECT_EQ(u.dst_port, 9);
+  EXPECT_EQ(u.payload_bytes, 20u);
+  EXPECT_EQ(u.payload, f.data() + 42);
+  for (unsigned len = 0; len < f.size(); ++len)
+    EXPECT_FALSE(gnio::packet::parse_udp(f.data(), len).ok) << "truncated to " << len;
+  f[39] = 29;  // UDP length past the IP packet
+  EXPECT_FALSE(gnio::packet::parse_udp(f.data(), static_cast<unsigned>(f.size())).ok);
+  f[39] = 7;  // shorter than its own header
+  EXPECT_FALSE(gnio::packet::parse_udp(f.data(), static_cast<unsigned>(f.size())).ok);
+  std::vector<std::uint8_t> icmp = echo_request();
+  EXPECT_FALSE(gnio::packet::parse_udp(icmp.data(), static_cast<unsigned>(icmp.size())).ok);
 }
 
 }  // namespace

@@ -64,6 +64,38 @@ GNIO_HD_INLINE Ipv4View parse_ipv4(std::uint8_t* frame, unsigned length) {
   return v;
 }
 
+GNIO_HD_INLINE std::uint32_t load32(const std::uint8_t* p) {
+  return static_cast<std::uint32_t>(load16(p)) << 16 | load16(p + 2);
+}
+
+/// Where a UDP datagram's parts are in a frame; valid only when ok.
+struct UdpView {
+  bool ok = false;
+  std::uint32_t src_ip = 0, dst_ip = 0;  ///< host order
+  std::uint16_t src_port = 0, dst_port = 0;
+  std::uint8_t* payload = nullptr;
+  unsigned payload_bytes = 0;
+};
+
+/// Parses an Ethernet frame carrying UDP over IPv4 (the IPv4 checks of parse_ipv4, then a UDP
+/// header whose length fits the IP packet); the UDP checksum is not checked (IPv4 makes it
+/// optional).
+GNIO_HD_INLINE UdpView parse_udp(std::uint8_t* frame, unsigned length) {
+  UdpView u;
+  const Ipv4View v = parse_ipv4(frame, length);
+  if (!v.ok || v.protocol != kProtocolUdp || v.payload_bytes < 8) return u;
+  const unsigned udp_length = load16(v.payload + 4);
+  if (udp_length < 8 || udp_length > v.payload_bytes) return u;
+  u.ok = true;
+  u.src_ip = load32(v.ip + 12);
+  u.dst_ip = load32(v.ip + 16);
+  u.src_port = load16(v.payload);
+  u.dst_port = load16(v.payload + 2);
+  u.payload = v.payload + 8;
+  u.payload_bytes = udp_length - 8;
+  return u;
+}
+
 /// What make_echo_reply() made of a frame.
 enum class EchoVerdict : std::uint8_t {
   Reply,           ///< a reply was written
