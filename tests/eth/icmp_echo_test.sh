@@ -17,60 +17,22 @@ echo_bin=${2:?usage: icmp_echo_test.sh GNIO_RUN ICMP_ECHO [PINGS]}
 pings=${3:-1000}
 interval=${ICMP_ECHO_INTERVAL:-0.002}
 
-skip() {
-  echo "SKIP: $* - the packet-I/O test cannot run on this machine"
-  exit 77
-}
-[ "$(id -u)" = 0 ] || skip "network namespaces and AF_XDP need root (uid $(id -u))"
-command -v ip >/dev/null || skip "iproute2 is not installed"
-command -v ping >/dev/null || skip "ping is not installed (iputils-ping)"
-
-tag=ge$$
-ns=("gnio-$tag-r" "gnio-$tag-p")  # responder, pinger
-dev=("${tag}r" "${tag}p")
-addr=(10.98.0.1 10.98.0.2)
-log=$(mktemp -d "${TMPDIR:-/tmp}/gnio-eth.XXXXXX")
-responder=
-cleanup() {
-  [ -n "$responder" ] && kill "$responder" 2>/dev/null
-  for n in "${ns[@]}"; do ip netns del "$n" 2>/dev/null; done
-  rm -rf "$log"
-}
-trap cleanup EXIT
-err=$(ip netns add "${ns[0]}" 2>&1) || skip "cannot create a network namespace ($err)"
-ip netns add "${ns[1]}" || skip "cannot create a second network namespace"
-err=$(ip link add "${dev[0]}" netns "${ns[0]}" type veth peer name "${dev[1]}" netns "${ns[1]}" 2>&1) ||
-  skip "cannot create a veth pair ($err)"
-for i in 0 1; do
-  ip -n "${ns[$i]}" link set lo up
-  ip -n "${ns[$i]}" addr add "${addr[$i]}/24" dev "${dev[$i]}"
-  ip -n "${ns[$i]}" link set "${dev[$i]}" up
-done
-fail() {
-  echo "FAIL: $*"
-  for f in "$log"/*; do echo "--- $(basename "$f")"; tail -20 "$f"; done
-  exit 1
-}
-pinger() { ip netns exec "${ns[1]}" "$@"; }
+. "$(dirname "$0")/veth_pair.sh"
+pinger() { in_peer "$@"; }
 rtt() { sed -n 's#.*= [0-9.]*/\([0-9.]*\)/.*#\1#p' "$1"; }
 
 # 1. The Linux stack answers (this also resolves the responder's MAC, kept static from here: the
 #    port takes every packet of the queue, ARP included, and the sample answers pings only).
 pinger ping -c "$pings" -i "$interval" -W 1 -q "${addr[0]}" >"$log/ping-stack.txt" 2>&1 ||
   fail "the Linux stack did not answer every ping before the port opened"
-mac=$(ip -n "${ns[0]}" -o link show "${dev[0]}" | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
-ip -n "${ns[1]}" neigh replace "${addr[0]}" lladdr "$mac" dev "${dev[1]}" nud permanent
+mac=$(mac_of 0)
+peer_knows_mac
 
 # 2. The kernel answers.
 ip netns exec "${ns[0]}" "$run" -n 1 --timeout 120 -- "$echo_bin" "${dev[0]}" --seconds 90 \
   --count "$pings" >"$log/responder.txt" 2>&1 &
 responder=$!
-for _ in $(seq 200); do
-  grep -q "icmp_echo: ${dev[0]} queue" "$log/responder.txt" && break
-  kill -0 "$responder" 2>/dev/null || fail "the responder ended before its port opened"
-  sleep 0.05
-done
-grep -q "icmp_echo: ${dev[0]} queue" "$log/responder.txt" || fail "the responder's port did not open within 10 s"
+wait_port_open "$log/responder.txt"
 # Bad input, before any ping: a truncated frame, a foreign EtherType, an IPv4 header with a bad
 # checksum, an echo request with a bad ICMP checksum, a UDP datagram.
 bad_frames=5
@@ -136,10 +98,7 @@ pinger ping -c 20 -i "$interval" -W 1 -q "${addr[0]}" >"$log/ping-after.txt" 2>&
 ip netns exec "${ns[0]}" "$run" -n 1 --timeout 60 -- "$echo_bin" "${dev[0]}" --seconds 3 \
   >"$log/responder-down.txt" 2>&1 &
 responder=$!
-for _ in $(seq 200); do
-  grep -q "icmp_echo: ${dev[0]} queue" "$log/responder-down.txt" && break
-  sleep 0.05
-done
+wait_port_open "$log/responder-down.txt"
 pinger ping -c 50 -i "$interval" -W 1 -q "${addr[0]}" >/dev/null 2>&1
 ip -n "${ns[0]}" link set "${dev[0]}" down
 sleep 0.5

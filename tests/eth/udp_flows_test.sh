@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The UDP flow-counter sample on a veth pair between two network namespaces made here: the peer
+# sends three UDP flows of known sizes (1000, 700 and 1300 datagrams from ports 4001-4003, paced)
+# plus frames that are not UDP; the sample's kernel counts them per flow and reports through a
+# semaphore; the CPU's totals must match what was sent, datagram for datagram and byte for byte.
+#
+#   tests/eth/udp_flows_test.sh GNIO_RUN UDP_FLOWS
+#
+# Exit 77 (ctest's skip) with a "SKIP:" line without root, iproute2 or ping.
+set -uo pipefail
+run=${1:?usage: udp_flows_test.sh GNIO_RUN UDP_FLOWS}
+flows_bin=${2:?usage: udp_flows_test.sh GNIO_RUN UDP_FLOWS}
+. "$(dirname "$0")/veth_pair.sh"
+peer_knows_mac
+
+ip netns exec "${ns[0]}" "$run" -n 1 --timeout 120 -- "$flows_bin" "${dev[0]}" --seconds 60 \
+  --count 3000 >"$log/flows.txt" 2>&1 &
+responder=$!
+wait_port_open "$log/flows.txt"
+in_peer python3 - "${addr[0]}" <<'PY' >"$log/sender.txt" 2>&1 || fail "the sender failed"
+import socket, sys, time
+dst = sys.argv[1]
+plan = [(4001, 1000, 10), (4002, 700, 333), (4003, 1300, 64)]  # port, datagrams, payload bytes
+socks = {}
+for port, _, _ in plan:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("", port))
+    socks[port] = s
+sent = {p: 0 for p, _, _ in plan}
+while any(sent[p] < n for p, n, _ in plan):
+    for p, n, size in plan:
+        for _ in range(10):
+            if sent[p] < n:
+                socks[p].sendto(b"g" * size, (dst, 9))
+                sent[p] += 1
+    time.sleep(0.0005)  # a burst of up to 30, then a pause: well within the rings
+print("sent", sent)
+PY
+wait "$responder"
+rc=$?
+responder=
+[ "$rc" = 0 ] || fail "the sample exited with $rc"
+expect() {  # port datagrams bytes
+  grep -q "flow ${addr[1]}:$1 -> port 9: $2 datagrams, $3 payload bytes" "$log/flows.txt" ||
+    fail "flow from port $1: expected $2 datagrams, $3 bytes"
+}
+expect 4001 1000 10000
+expect 4002 700 233100
+expect 4003 1300 83200
+grep -q "udp_flows: 3000 datagrams in 3 flows" "$log/flows.txt" ||
+  fail "other flows or datagrams were counted"
+grep "udp_flows:" "$log/flows.txt"
