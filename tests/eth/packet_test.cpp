@@ -159,4 +159,31 @@ TEST(Packet, UdpDatagramsAreParsedAndBadOnesRejected) {
   EXPECT_FALSE(gnio::packet::parse_udp(icmp.data(), static_cast<unsigned>(icmp.size())).ok);
 }
 
+TEST(Packet, UdpEchoSwapsAddressesAndPortsAndKeepsThePayload) {
+  std::vector<std::uint8_t> f = echo_request(20);
+  f[23] = 17;
+  const std::uint8_t udp[8] = {0x0f, 0xa0, 0x00, 0x07, 0x00, 28, 0, 0};
+  std::copy(udp, udp + 8, f.begin() + 34);
+  f[24] = f[25] = 0;
+  const std::uint16_t c = internet_checksum(f.data() + 14, 20);
+  f[24] = static_cast<std::uint8_t>(c >> 8);
+  f[25] = static_cast<std::uint8_t>(c);
+  f.resize(f.size() + 6, 0);  // Ethernet padding: not echoed
+  const auto u = gnio::packet::parse_udp(f.data(), static_cast<unsigned>(f.size()));
+  ASSERT_TRUE(u.ok);
+  std::vector<std::uint8_t> reply(f.size(), 0xee);
+  const unsigned n = gnio::packet::make_udp_echo(f.data(), u, reply.data());
+  ASSERT_EQ(n, 14u + 20 + 8 + 20);
+  const auto r = gnio::packet::parse_udp(reply.data(), n);
+  ASSERT_TRUE(r.ok) << "the reply parses (its IP checksum is right)";
+  EXPECT_EQ(r.src_ip, u.dst_ip);
+  EXPECT_EQ(r.dst_ip, u.src_ip);
+  EXPECT_EQ(r.src_port, 7);
+  EXPECT_EQ(r.dst_port, 4000);
+  ASSERT_EQ(r.payload_bytes, 20u);
+  for (unsigned i = 0; i < 20; ++i) EXPECT_EQ(r.payload[i], u.payload[i]);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(reply[i], f[6 + i]);
+  EXPECT_EQ(reply[n], 0xee) << "nothing written past the reply";
+}
+
 }  // namespace

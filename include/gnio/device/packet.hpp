@@ -96,6 +96,35 @@ GNIO_HD_INLINE UdpView parse_udp(std::uint8_t* frame, unsigned length) {
   return u;
 }
 
+/// Writes into `reply` the UDP datagram that answers the one in `request` (parsed as `u`) with
+/// the same payload: Ethernet and IP addresses and the ports swapped, TTL 64, the IP checksum
+/// computed, the UDP checksum 0 (none, as IPv4 allows). Returns the reply's length.
+GNIO_HD_INLINE unsigned make_udp_echo(const std::uint8_t* request, const UdpView& u,
+                                      std::uint8_t* reply) {
+  const unsigned ihl = (request[kEthernetBytes] & 0x0f) * 4u;
+  const unsigned n = kEthernetBytes + ihl + 8 + u.payload_bytes;
+  for (unsigned i = 0; i < n; ++i) reply[i] = request[i];
+  for (unsigned i = 0; i < 6; ++i) {
+    reply[i] = request[6 + i];
+    reply[6 + i] = request[i];
+  }
+  std::uint8_t* ip = reply + kEthernetBytes;
+  for (unsigned i = 0; i < 4; ++i) {
+    ip[12 + i] = request[kEthernetBytes + 16 + i];
+    ip[16 + i] = request[kEthernetBytes + 12 + i];
+  }
+  store16(ip + 2, static_cast<std::uint16_t>(ihl + 8 + u.payload_bytes));
+  ip[8] = 64;
+  store16(ip + 10, 0);
+  store16(ip + 10, internet_checksum(ip, ihl));
+  std::uint8_t* udp = ip + ihl;
+  store16(udp, u.dst_port);
+  store16(udp + 2, u.src_port);
+  store16(udp + 4, static_cast<std::uint16_t>(8 + u.payload_bytes));
+  store16(udp + 6, 0);
+  return n;
+}
+
 /// What make_echo_reply() made of a frame.
 enum class EchoVerdict : std::uint8_t {
   Reply,           ///< a reply was written
