@@ -166,6 +166,16 @@ GNIO_HD_INLINE void send(const TxQueue& q, const TxFrame& frame, std::uint32_t l
   dev::atomic_store(q.tx.producer, prod + 1, dev::Order::Release);
 }
 
+/// send() once the kernel's clock (dev::now_ns()) reaches `when_ns`: the calling thread waits
+/// until then (software timing: AF_XDP in copy mode has no launch time). The frame leaves when
+/// the port's CPU thread next wakes the socket, microseconds later.
+GNIO_HD_INLINE void send_at(const TxQueue& q, const TxFrame& frame, std::uint32_t length,
+                            std::uint64_t when_ns) {
+  for (std::uint32_t spin = 0; dev::now_ns() < when_ns && !q.stopped(); ++spin)
+    if (when_ns - dev::now_ns() > 200000) dev::poll_pause(spin);  // sleep only when far off
+  send(q, frame, length);
+}
+
 /// receive() for a group: the leader reads the ring, every thread of the group gets the count;
 /// `out` must be memory the whole group reads (shared or global).
 template <class Coop>
