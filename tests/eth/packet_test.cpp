@@ -186,4 +186,44 @@ TEST(Packet, UdpEchoSwapsAddressesAndPortsAndKeepsThePayload) {
   EXPECT_EQ(reply[n], 0xee) << "nothing written past the reply";
 }
 
+TEST(Packet, TcpRepliesCarryValidChecksumsAndSwappedEnds) {
+  // A client's data segment "GET /" built with make_tcp_reply from a mirrored frame, then
+  // answered: both parse with checksums verified; ports, addresses, sequence numbers as asked.
+  std::vector<std::uint8_t> base = echo_request(0);
+  gnio::packet::TcpView from_server;
+  from_server.src_ip = 0x0a620001;  // the reply below goes to the client 10.98.0.2 -> swapped
+  from_server.dst_ip = 0x0a620002;
+  from_server.src_port = 80;
+  from_server.dst_port = 40000;
+  std::vector<std::uint8_t> request(200, 0), reply(300, 0xee);
+  const std::uint8_t get[] = {'G', 'E', 'T', ' ', '/'};
+  const unsigned n = gnio::packet::make_tcp_reply(base.data(), from_server, 1000, 5000,
+                                                  gnio::packet::kTcpAck | gnio::packet::kTcpPsh,
+                                                  get, sizeof(get), request.data());
+  const auto t = gnio::packet::parse_tcp(request.data(), n, true);
+  ASSERT_TRUE(t.ok) << "checksums verified";
+  EXPECT_EQ(t.src_ip, 0x0a620002u);
+  EXPECT_EQ(t.src_port, 40000);
+  EXPECT_EQ(t.dst_port, 80);
+  EXPECT_EQ(t.seq, 1000u);
+  EXPECT_EQ(t.ack, 5000u);
+  ASSERT_EQ(t.payload_bytes, sizeof(get));
+  EXPECT_EQ(t.payload[0], 'G');
+  const unsigned m = gnio::packet::make_tcp_reply(request.data(), t, t.ack, t.seq + t.payload_bytes,
+                                                  gnio::packet::kTcpAck | gnio::packet::kTcpFin,
+                                                  nullptr, 0, reply.data());
+  const auto r = gnio::packet::parse_tcp(reply.data(), m, true);
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.dst_port, 40000);
+  EXPECT_EQ(r.seq, 5000u);
+  EXPECT_EQ(r.ack, 1005u);
+  EXPECT_EQ(r.flags, gnio::packet::kTcpAck | gnio::packet::kTcpFin);
+  EXPECT_EQ(reply[m], 0xee);
+  request[40] ^= 1;  // a flipped bit: the checksum catches it when asked to
+  EXPECT_FALSE(gnio::packet::parse_tcp(request.data(), n, true).ok);
+  EXPECT_TRUE(gnio::packet::parse_tcp(request.data(), n).ok);
+  for (unsigned len = 0; len < n; ++len)
+    EXPECT_FALSE(gnio::packet::parse_tcp(request.data(), len).ok) << "truncated to " << len;
+}
+
 }  // namespace
