@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gnio/comm.hpp"
 #include "gnio/device/eth.hpp"
@@ -48,6 +49,25 @@ struct PortStats {
   std::uint64_t tx_ring_empty = 0;  ///< times Linux found the TX ring empty when woken
   std::uint64_t wakeups = 0;        ///< sendto() calls the CPU thread made for TX
 };
+
+/// A network interface as gnio-info lists it (read from /sys/class/net; opens nothing).
+struct InterfaceInfo {
+  std::string name;
+  int ifindex = 0;
+  std::string mac;  ///< "02:00:00:00:00:01"
+  unsigned mtu = 0;
+  bool up = false;  ///< operstate "up" (or "unknown" with the link up, as veth reports)
+  unsigned rx_queues = 0, tx_queues = 0;
+  std::string driver;  ///< "mlx5_core", "veth", ... ("" when sysfs does not say)
+  /// The driver is known to support AF_XDP zero copy (mlx5, ice, i40e, ixgbe, igc, ...); others
+  /// copy. Port::mode() says what actually ran.
+  bool zero_copy_driver = false;
+};
+
+/// Every interface of this network namespace but loopback, by name.
+std::vector<InterfaceInfo> interfaces();
+/// Whether ports can open here, in one line: "AF_XDP through libxdp (loaded)" or why not.
+std::string availability();
 
 class Port {
  public:

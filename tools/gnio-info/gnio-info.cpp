@@ -1,5 +1,6 @@
 // gnio-info: what this gnio is and what it sees. Version and build options, backends compiled
-// in, the network backends (UCX's version and whether it reaches GPU memory), GPUs and how they
+// in, the network backends (UCX's version and whether it reaches GPU memory), packet I/O (whether
+// ports can open, the interfaces with their queues and drivers), GPUs and how they
 // reach each other, every GNIO_* variable (default, current value, description) and, under a
 // launcher (gnio-run, torchrun, mpirun, srun), this rank's facts.
 //
@@ -15,6 +16,7 @@
 #include "gnio/comm.hpp"
 #include "gnio/config.hpp"
 #include "gnio/error.hpp"
+#include "gnio/eth.hpp"
 #include "gnio/version.hpp"
 #include "platform/backend.hpp"
 #include "platform/cuda/cuda_info.hpp"
@@ -138,6 +140,8 @@ int main(int argc, char** argv) {
     ucx = std::string("cannot tell: ") + e.what();
   }
   std::vector<gnio::platform::CudaDeviceInfo> gpus = gnio::platform::cuda_devices();
+  const std::string eth_availability = gnio::eth::availability();
+  const std::vector<gnio::eth::InterfaceInfo> eth_interfaces = gnio::eth::interfaces();
   gnio::platform::CudaVersions cv = gnio::platform::cuda_versions();
 
   // This rank's facts, when a launcher started us.
@@ -186,6 +190,24 @@ int main(int argc, char** argv) {
     j.open("networks", '{');
     j.str("tcp", "built in");
     j.str("ucx", ucx);
+    j.close('}');
+    j.open("eth", '{');
+    j.str("availability", eth_availability);
+    j.open("interfaces", '[');
+    for (const auto& i : eth_interfaces) {
+      j.open(nullptr, '{');
+      j.str("name", i.name);
+      j.num("ifindex", i.ifindex);
+      j.str("mac", i.mac);
+      j.num("mtu", i.mtu);
+      j.boolean("up", i.up);
+      j.num("rx_queues", i.rx_queues);
+      j.num("tx_queues", i.tx_queues);
+      j.str("driver", i.driver);
+      j.boolean("zero_copy_driver", i.zero_copy_driver);
+      j.close('}');
+    }
+    j.close(']');
     j.close('}');
     j.num("cuda_driver", cv.driver);
     j.num("cuda_runtime", cv.runtime);
@@ -260,6 +282,12 @@ int main(int argc, char** argv) {
   if (build.cuda_backend)
     std::printf("  CUDA driver %d.%d, runtime %d.%d\n", cv.driver / 1000, (cv.driver % 1000) / 10,
                 cv.runtime / 1000, (cv.runtime % 1000) / 10);
+  std::printf("  packet I/O: %s\n", eth_availability.c_str());
+  for (const auto& i : eth_interfaces)
+    std::printf("    %s: %s, %s, MTU %u, %u RX / %u TX queues, driver %s (%s)\n", i.name.c_str(),
+                i.mac.c_str(), i.up ? "up" : "down", i.mtu, i.rx_queues, i.tx_queues,
+                i.driver.empty() ? "?" : i.driver.c_str(),
+                i.zero_copy_driver ? "AF_XDP zero copy likely" : "AF_XDP copy mode");
   std::printf("\nGPUs: %zu\n", gpus.size());
   for (const auto& g : gpus) {
     std::printf("  [%d] %s, sm_%d%d, %d SMs, %s, PCI %s, VMM fd export: %s\n", g.ordinal,
