@@ -55,30 +55,21 @@ void report(const Args& a, unsigned long long packets, double s) {
   std::fflush(stdout);
 }
 
-/// A UDP/IPv4 frame of `size` bytes to port 9, with valid checksums (UDP's left 0: optional).
+/// A UDP/IPv4 frame of `size` bytes (Ethernet header included) from port 4000 to --port.
 std::vector<std::uint8_t> udp_frame(const Args& a, const std::uint8_t* src_mac) {
   std::vector<std::uint8_t> f(a.size, 0);
   unsigned m[6];
+  std::uint8_t dst_mac[6];
   if (std::sscanf(a.dst_mac.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4],
                   &m[5]) != 6)
     usage("--dst-mac is not a MAC address");
-  for (int i = 0; i < 6; ++i) {
-    f[i] = static_cast<std::uint8_t>(m[i]);
-    f[6 + i] = src_mac[i];
-  }
-  gnio::packet::store16(&f[12], gnio::packet::kEtherTypeIpv4);
-  std::uint8_t* ip = &f[14];
-  ip[0] = 0x45;
-  gnio::packet::store16(ip + 2, static_cast<std::uint16_t>(a.size - 14));
-  ip[8] = 64;
-  ip[9] = gnio::packet::kProtocolUdp;
-  inet_pton(AF_INET, a.src_ip.c_str(), ip + 12);
-  inet_pton(AF_INET, a.dst_ip.c_str(), ip + 16);
-  gnio::packet::store16(ip + 10, gnio::packet::internet_checksum(ip, 20));
-  std::uint8_t* udp = ip + 20;
-  gnio::packet::store16(udp, 4000);
-  gnio::packet::store16(udp + 2, static_cast<std::uint16_t>(a.port));
-  gnio::packet::store16(udp + 4, static_cast<std::uint16_t>(a.size - 34));
+  for (int i = 0; i < 6; ++i) dst_mac[i] = static_cast<std::uint8_t>(m[i]);
+  in_addr src{}, dst{};
+  if (inet_pton(AF_INET, a.src_ip.c_str(), &src) != 1 ||
+      inet_pton(AF_INET, a.dst_ip.c_str(), &dst) != 1)
+    usage("--src and --dst must be IPv4 addresses");
+  gnio::packet::write_udp_headers(f.data(), dst_mac, src_mac, ntohl(src.s_addr), ntohl(dst.s_addr),
+                                  4000, static_cast<std::uint16_t>(a.port), a.size - 42);
   return f;
 }
 
@@ -162,7 +153,8 @@ int run_port(const Args& a) {
     comm.synchronize(stream);
     const auto t0 = Clock::now();
     if (a.via == "gnio") {
-      gnio::launch(stream, {.grid = 1, .block = 1}, TxLoop{port.tx(), frame, a.size, a.count, &words[0]});
+      gnio::launch(stream, {.grid = 1, .block = 1},
+                   TxLoop{port.tx(), frame, a.size, a.count, &words[0]});
       comm.synchronize(stream);
       comm.copy(host, words, sizeof(unsigned long long), stream);
       comm.synchronize(stream);
@@ -244,16 +236,26 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage(("no value after " + k).c_str());
       return std::string(argv[++i]);
     };
-    if (k == "--via") a.via = value();
-    else if (k == "--port") a.port = static_cast<unsigned>(std::stoul(value()));
-    else if (k == "--seconds") a.seconds = std::stod(value());
-    else if (k == "--count") a.count = std::stoull(value());
-    else if (k == "--size") a.size = static_cast<unsigned>(std::stoul(value()));
-    else if (k == "--dst-mac") a.dst_mac = value();
-    else if (k == "--src") a.src_ip = value();
-    else if (k == "--dst") a.dst_ip = value();
-    else if (k[0] != '-' && a.iface.empty()) a.iface = k;
-    else usage(("unknown argument " + k).c_str());
+    if (k == "--via")
+      a.via = value();
+    else if (k == "--port")
+      a.port = static_cast<unsigned>(std::stoul(value()));
+    else if (k == "--seconds")
+      a.seconds = std::stod(value());
+    else if (k == "--count")
+      a.count = std::stoull(value());
+    else if (k == "--size")
+      a.size = static_cast<unsigned>(std::stoul(value()));
+    else if (k == "--dst-mac")
+      a.dst_mac = value();
+    else if (k == "--src")
+      a.src_ip = value();
+    else if (k == "--dst")
+      a.dst_ip = value();
+    else if (k[0] != '-' && a.iface.empty())
+      a.iface = k;
+    else
+      usage(("unknown argument " + k).c_str());
   }
   if (a.size < 60 || a.size > 1514) usage("--size must be within 60..1514");
   try {

@@ -68,30 +68,6 @@ struct BurstKernel {
   }
 };
 
-/// A UDP/IPv4 frame of `size` bytes from the port's MAC to `dst_mac`, port 4000 -> `port`.
-std::vector<std::uint8_t> udp_frame(const std::uint8_t* src_mac, const unsigned* dst_mac,
-                                    const char* src, const char* dst, unsigned port,
-                                    unsigned size) {
-  std::vector<std::uint8_t> f(size, 0);
-  for (int i = 0; i < 6; ++i) {
-    f[i] = static_cast<std::uint8_t>(dst_mac[i]);
-    f[6 + i] = src_mac[i];
-  }
-  gnio::packet::store16(&f[12], gnio::packet::kEtherTypeIpv4);
-  std::uint8_t* ip = &f[14];
-  ip[0] = 0x45;
-  gnio::packet::store16(ip + 2, static_cast<std::uint16_t>(size - 14));
-  ip[8] = 64;
-  ip[9] = gnio::packet::kProtocolUdp;
-  inet_pton(AF_INET, src, ip + 12);
-  inet_pton(AF_INET, dst, ip + 16);
-  gnio::packet::store16(ip + 10, gnio::packet::internet_checksum(ip, 20));
-  gnio::packet::store16(ip + 20, 4000);
-  gnio::packet::store16(ip + 22, static_cast<std::uint16_t>(port));
-  gnio::packet::store16(ip + 24, static_cast<std::uint16_t>(size - 34));
-  return f;
-}
-
 int run(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
     std::fprintf(stderr,
@@ -149,7 +125,15 @@ int run(int argc, char** argv) {
   std::printf("send_bursts: %s queue %u: %s\n", options.interface.c_str(), options.queue,
               eth.mode().c_str());
   std::fflush(stdout);
-  const std::vector<std::uint8_t> f = udp_frame(eth.mac(), m, src.c_str(), dst.c_str(), port, size);
+  std::vector<std::uint8_t> f(size, 0);
+  std::uint8_t dst_mac[6];
+  for (int i = 0; i < 6; ++i) dst_mac[i] = static_cast<std::uint8_t>(m[i]);
+  in_addr src_ip{}, dst_ip{};
+  inet_pton(AF_INET, src.c_str(), &src_ip);
+  inet_pton(AF_INET, dst.c_str(), &dst_ip);
+  gnio::packet::write_udp_headers(f.data(), dst_mac, eth.mac(), ntohl(src_ip.s_addr),
+                                  ntohl(dst_ip.s_addr), 4000, static_cast<std::uint16_t>(port),
+                                  size - 42);
   auto* frame = static_cast<std::uint8_t*>(comm.alloc_device(f.size()));
   auto* result = static_cast<Result*>(comm.alloc_device(sizeof(Result)));
   comm.copy(frame, f.data(), f.size(), stream);

@@ -159,6 +159,26 @@ TEST(Packet, UdpDatagramsAreParsedAndBadOnesRejected) {
   EXPECT_FALSE(gnio::packet::parse_udp(icmp.data(), static_cast<unsigned>(icmp.size())).ok);
 }
 
+TEST(Packet, WrittenUdpHeadersParseBack) {
+  const std::uint8_t dst_mac[6] = {2, 0, 0, 0, 0, 9}, src_mac[6] = {2, 0, 0, 0, 0, 8};
+  std::vector<std::uint8_t> f(42 + 100, 0xee);
+  ASSERT_EQ(gnio::packet::write_udp_headers(f.data(), dst_mac, src_mac, 0x0a000001, 0x0a000002,
+                                            4000, 9, 100),
+            142u);
+  const auto u = gnio::packet::parse_udp(f.data(), static_cast<unsigned>(f.size()));
+  ASSERT_TRUE(u.ok) << "the IPv4 checksum is right";
+  EXPECT_EQ(u.src_ip, 0x0a000001u);
+  EXPECT_EQ(u.dst_ip, 0x0a000002u);
+  EXPECT_EQ(u.src_port, 4000);
+  EXPECT_EQ(u.dst_port, 9);
+  EXPECT_EQ(u.payload_bytes, 100u);
+  EXPECT_EQ(u.payload, f.data() + 42);
+  EXPECT_EQ(f[0], 2);
+  EXPECT_EQ(f[5], 9);
+  EXPECT_EQ(f[11], 8);
+  EXPECT_EQ(f[42], 0xee) << "the payload is the caller's";
+}
+
 TEST(Packet, UdpEchoSwapsAddressesAndPortsAndKeepsThePayload) {
   std::vector<std::uint8_t> f = echo_request(20);
   f[23] = 17;

@@ -96,6 +96,41 @@ GNIO_HD_INLINE UdpView parse_udp(std::uint8_t* frame, unsigned length) {
   return u;
 }
 
+/// Writes the Ethernet, IPv4 and UDP headers of a datagram of `payload_bytes` (which the caller
+/// writes at frame + 42) from `src_mac`/`src_ip`:`src_port` to `dst_mac`/`dst_ip`:`dst_port`
+/// (addresses in host order), TTL 64, the IP checksum computed, no UDP checksum. Returns the
+/// frame's length (42 + payload_bytes).
+GNIO_HD_INLINE unsigned write_udp_headers(std::uint8_t* frame, const std::uint8_t* dst_mac,
+                                          const std::uint8_t* src_mac, std::uint32_t src_ip,
+                                          std::uint32_t dst_ip, std::uint16_t src_port,
+                                          std::uint16_t dst_port, unsigned payload_bytes) {
+  for (unsigned i = 0; i < 6; ++i) {
+    frame[i] = dst_mac[i];
+    frame[6 + i] = src_mac[i];
+  }
+  store16(frame + 12, kEtherTypeIpv4);
+  std::uint8_t* ip = frame + kEthernetBytes;
+  ip[0] = 0x45;
+  ip[1] = 0;
+  store16(ip + 2, static_cast<std::uint16_t>(28 + payload_bytes));
+  store16(ip + 4, 0);
+  store16(ip + 6, 0);
+  ip[8] = 64;
+  ip[9] = kProtocolUdp;
+  store16(ip + 10, 0);
+  store16(ip + 12, static_cast<std::uint16_t>(src_ip >> 16));
+  store16(ip + 14, static_cast<std::uint16_t>(src_ip));
+  store16(ip + 16, static_cast<std::uint16_t>(dst_ip >> 16));
+  store16(ip + 18, static_cast<std::uint16_t>(dst_ip));
+  store16(ip + 10, internet_checksum(ip, 20));
+  std::uint8_t* udp = ip + 20;
+  store16(udp, src_port);
+  store16(udp + 2, dst_port);
+  store16(udp + 4, static_cast<std::uint16_t>(8 + payload_bytes));
+  store16(udp + 6, 0);
+  return kEthernetBytes + 28 + payload_bytes;
+}
+
 /// Writes into `reply` the UDP datagram that answers the one in `request` (parsed as `u`) with
 /// the same payload: Ethernet and IP addresses and the ports swapped, TTL 64, the IP checksum
 /// computed, the UDP checksum 0 (none, as IPv4 allows). Returns the reply's length.
