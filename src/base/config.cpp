@@ -101,9 +101,10 @@ constexpr ConfigVar kVars[] = {
      "most received small puts and signals (each at most 4 KiB) the proxy hands to the GPU in one "
      "kernel launch (1..64; 1 = a launch for each)"},
     {"GNIO_PROXY_SPIN_US", ConfigType::Int, "-1",
-     "how long (microseconds) a proxy thread keeps polling after its last work before it sleeps: "
-     "the latency of the first operation after a pause against a busy CPU core; -1 = 10000 on "
-     "GPUs, 0 on the host backend (whose ranks share the CPUs with the proxy)"},
+     "how long (microseconds) a proxy thread (and a packet-I/O port's thread) keeps polling after "
+     "its last work before it sleeps: the latency of the first operation after a pause against a "
+     "busy CPU core; -1 = 10000 on GPUs, 0 on the host backend (whose ranks share the CPUs with "
+     "the proxy)"},
     {"GNIO_PROXY_STATS", ConfigType::Bool, "0",
      "print, when a communicator ends, where its proxy's time went: per frame sent (descriptor "
      "seen to data on the socket), received (header to delivery queued) and delivered (queued to "

@@ -24,6 +24,7 @@
 #include "base/fail.hpp"
 #include "core/comm_impl.hpp"
 #include "gnio/eth.hpp"
+#include "gnio/config.hpp"
 #include "gnio/log.hpp"
 #include "platform/backend.hpp"
 
@@ -238,6 +239,12 @@ void Port::Impl::open() {
 
 void Port::Impl::wake_loop() {
   const int fd = XdpLibrary::get().socket_fd(xsk);
+  // After the last frame it keeps polling this long (the latency of the next reply against a
+  // busy core), then sleeps in short steps: GNIO_PROXY_SPIN_US, as the proxies' threads.
+  const long long spin_us = config_int("GNIO_PROXY_SPIN_US");
+  const auto spin = std::chrono::microseconds(
+      spin_us >= 0 ? spin_us : backend->kind() == platform::BackendKind::Host ? 0 : 10000);
+  auto last_work = std::chrono::steady_clock::now();
   unsigned idle = 0;
   while (!quit.load(std::memory_order_acquire)) {
     // Copy mode transmits only inside sendto(), a batch per call: kick while the TX ring holds
@@ -246,6 +253,7 @@ void Port::Impl::wake_loop() {
     const std::uint32_t cons = __atomic_load_n(tx.consumer, __ATOMIC_ACQUIRE);
     if (prod != cons) {
       idle = 0;
+      last_work = std::chrono::steady_clock::now();
       wakeups.fetch_add(1, std::memory_order_relaxed);
       if (::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0 && errno != EAGAIN &&
           errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN) {
@@ -254,8 +262,8 @@ void Port::Impl::wake_loop() {
       }
       continue;
     }
-    // Nothing queued: poll briefly, then sleep in short steps (the kernels cannot wake us).
-    if (++idle < 256)
+    // Nothing queued: poll, then sleep in short steps (the kernels cannot wake us).
+    if (++idle < 256 || std::chrono::steady_clock::now() - last_work < spin)
       std::this_thread::yield();
     else
       std::this_thread::sleep_for(std::chrono::microseconds(idle < 4096 ? 5 : 50));
