@@ -76,7 +76,9 @@ class Port {
   /// Unsupported (no AF_XDP, libxdp missing, the GPU refused to register the rings; the text
   /// says which), SystemError (permission: needs CAP_NET_ADMIN and CAP_NET_RAW).
   Port(Comm& comm, const PortOptions& options);
-  ~Port();  ///< stop(), then removes the XDP program and frees everything
+  /// Removes the XDP program and frees the rings and packet memory: call stop() and let the
+  /// kernels using the queues end (synchronize their stream) first.
+  ~Port();
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;
 
