@@ -31,8 +31,9 @@
 #              put_signal latency, message rates (NET_RATE_SHAPE), a 64 MiB put (1 and 16 blocks),
 #              allreduce 8 B..NET_AR_MAX (no NCCL: its socket run needs 2 GPUs); NET_PARTS picks
 #              (default "lat rate put allreduce"); the floor is measured once per r/
-#   eth        packet I/O with the cuda backend: the ICMP echo test and bench/run-eth.sh on a veth
-#              pair (ETH_DEBS: the .deb files the machine lacks; ETH_BUILD: the build tree)
+#   eth        packet I/O with the cuda backend: every sample's test (tests/eth/*_test.sh) and
+#              bench/run-eth.sh on a veth pair (ETH_DEBS: the .deb files the machine lacks;
+#              ETH_BUILD: the build tree)
 #   net-socks  allreduce through the proxy with GNIO_NET_NSOCKS from NET_NSOCKS_LIST (default
 #              "1 4 8"), sizes NET_SOCKS_MIN..NET_SOCKS_MAX (4M..64M), beside NCCL over sockets;
 #              then allreduce with ring forced (8 B..256 KiB, the one-hop oneshot's baseline) and
@@ -263,6 +264,11 @@ run_step() {
         export LIBXDP_OBJECT_PATH=$ed/usr/lib/x86_64-linux-gnu/bpf GNIO_BACKEND=cuda
         step eth-icmp "$root/tests/eth/icmp_echo_test.sh" "$eb/tools/gnio-run/gnio-run" \
           "$eb/examples/eth_icmp_echo/icmp_echo" "${ETH_PINGS:-1000}"
+        for t in udp_flows:eth_udp_flows/udp_flows udp_echo:eth_udp_echo/udp_echo \
+                 send_bursts:eth_send_bursts/send_bursts http_server:eth_http/http_server; do
+          step "eth-${t%%:*}" "$root/tests/eth/${t%%:*}_test.sh" "$eb/tools/gnio-run/gnio-run" \
+            "$eb/examples/${t#*:}"
+        done
         step eth-rates bash "$root/bench/run-eth.sh" "$eb" "$r/eth"
       ) ;;
     net-socks)
