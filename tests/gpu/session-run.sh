@@ -32,8 +32,10 @@
 #              allreduce 8 B..NET_AR_MAX (no NCCL: its socket run needs 2 GPUs); NET_PARTS picks
 #              (default "lat rate put allreduce"); the floor is measured once per r/
 #   eth        packet I/O with the cuda backend: every sample's test (tests/eth/*_test.sh) and
-#              bench/run-eth.sh on a veth pair (ETH_DEBS: the .deb files the machine lacks;
-#              ETH_BUILD: the build tree)
+#              bench/run-eth.sh on a veth pair. ETH_DEBS (default .deps/eth-debs): the .deb files
+#              the machine lacks (iproute2 iputils-ping libxdp1 libxdp-dev libbpf1 libbpf-dev and
+#              their libraries), unpacked at the start so the build finds libxdp's headers;
+#              ETH_BUILD: the build tree (default build-gpu)
 #   net-socks  allreduce through the proxy with GNIO_NET_NSOCKS from NET_NSOCKS_LIST (default
 #              "1 4 8"), sizes NET_SOCKS_MIN..NET_SOCKS_MAX (4M..64M), beside NCCL over sockets;
 #              then allreduce with ring forced (8 B..256 KiB, the one-hop oneshot's baseline) and
@@ -115,6 +117,14 @@ if [ -z "$ucx_root" ] && [ -n "${UCX_DEBS:-}" ]; then
   for f in "$UCX_DEBS"/*.deb; do dpkg -x "$f" "$root/.deps/ucx-debian"; done
   ucx_root=$root/.deps/ucx-debian/usr
 fi
+# Packet I/O: libxdp, libbpf (headers and libraries), iproute2 and ping as .deb files in
+# ETH_DEBS (default .deps/eth-debs, `apt-get download`ed elsewhere), unpacked here, never into /;
+# the build steps then find libxdp's headers there (GNIO_XDP_ROOT).
+eth_root=
+if ls "${ETH_DEBS:-$root/.deps/eth-debs}"/*.deb >/dev/null 2>&1; then
+  for f in "${ETH_DEBS:-$root/.deps/eth-debs}"/*.deb; do dpkg -x "$f" "$root/.deps/eth"; done
+  eth_root=$root/.deps/eth
+fi
 [ -n "$ucx_root" ] && export LD_LIBRARY_PATH=$ucx_root/lib:$ucx_root/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 pack() { tar czf "$out/all.tgz.tmp" -C "$out" r 2>/dev/null && mv "$out/all.tgz.tmp" "$out/all.tgz"; }
@@ -164,7 +174,8 @@ run_step() {
       [ ! -f "$B/CMakeCache.txt" ] && command -v ninja >/dev/null && gen=(-G Ninja)
       step configure cmake -S "$root" -B "$B" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DGNIO_CUDA=ON -DGNIO_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-        ${ucx_root:+-DUCX_ROOT="$ucx_root"} ${CMAKE_EXTRA:-} &&
+        ${ucx_root:+-DUCX_ROOT="$ucx_root"} ${eth_root:+-DGNIO_XDP_ROOT="$eth_root/usr"} \
+        ${CMAKE_EXTRA:-} &&
         if [ "$1" = build ]; then
           step build cmake --build "$B" --parallel "$jobs" -- $([ -f "$B/build.ninja" ] && echo -k 0)
         else
@@ -256,7 +267,7 @@ run_step() {
       # their libraries, `apt-get download`ed), unpacked here with dpkg -x, never into /.
       # ETH_BUILD: a build tree with gnio-run, icmp_echo and gnio-eth-bench (default build-gpu).
       local eb=${ETH_BUILD:-$B} ed=$root/.deps/eth
-      for f in "${ETH_DEBS:-$root/.deps/eth-debs}"/*.deb; do dpkg -x "$f" "$ed"; done
+      [ -n "$eth_root" ] || { echo "eth: no .deb files in ${ETH_DEBS:-$root/.deps/eth-debs}" | tee -a "$r/steps.txt"; return 1; }
       local lib=$ed/usr/lib/x86_64-linux-gnu:$ed/lib/x86_64-linux-gnu
       (
         export PATH=$PATH:$ed/usr/bin:$ed/bin:$ed/sbin:$ed/usr/sbin
