@@ -4,6 +4,7 @@
 // no connection state: its sequence numbers come back in the client's acknowledgements.
 //
 //   gnio-run -n 1 -- http_server INTERFACE [--port P] [--queue Q] [--seconds S] [--count N]
+//   [--packet]
 //
 // Per connection: SYN -> SYN-ACK; a segment starting "GET " -> the response, all in one segment
 // with FIN (pages up to 1400 bytes); the client's FIN -> ACK. Other requests get "405 Method Not
@@ -100,8 +101,9 @@ std::string response(int status, const char* reason, const std::string& body) {
 
 int run(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: %s INTERFACE [--port P] [--queue Q] [--seconds S] [--count N]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr, "usage: %s INTERFACE [--port P] [--queue Q] [--seconds S] [--count N] [--packet]\n",
+        argv[0]);
     return 2;
   }
   gnio::eth::PortOptions options;
@@ -120,6 +122,8 @@ int run(int argc, char** argv) {
       seconds = std::atof(argv[++i]);
     else if (a == "--count" && v)
       count = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--packet")
+      options.socket = gnio::eth::SocketKind::Packet;
     else {
       std::fprintf(stderr, "http_server: unknown or incomplete argument '%s'\n", a.c_str());
       return 2;

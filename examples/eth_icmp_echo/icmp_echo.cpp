@@ -5,6 +5,7 @@
 // dropped; while the port is open the Linux stack sees none of that queue's packets.
 //
 //   gnio-run -n 1 -- icmp_echo INTERFACE [--queue Q] [--seconds S] [--count N] [--ttl T] [--skb]
+//   [--packet]
 //
 // Runs until N echo requests were answered or S seconds passed (default 10), then prints what it
 // counted. Needs CAP_NET_ADMIN and CAP_NET_RAW (root) and libxdp.
@@ -71,9 +72,10 @@ struct EchoKernel {
 
 int run(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    std::fprintf(stderr,
-                 "usage: %s INTERFACE [--queue Q] [--seconds S] [--count N] [--ttl T] [--skb]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s INTERFACE [--queue Q] [--seconds S] [--count N] [--ttl T] [--skb] [--packet]\n",
+        argv[0]);
     return 2;
   }
   gnio::eth::PortOptions options;
@@ -94,6 +96,8 @@ int run(int argc, char** argv) {
       ttl = std::atoi(argv[++i]);
     else if (a == "--skb")
       options.mode = gnio::eth::XdpMode::Skb;
+    else if (a == "--packet")
+      options.socket = gnio::eth::SocketKind::Packet;
     else {
       std::fprintf(stderr, "icmp_echo: unknown or incomplete argument '%s'\n", a.c_str());
       return 2;

@@ -4,7 +4,7 @@
 // the kernel was against the schedule.
 //
 //   gnio-run -n 1 -- send_bursts INTERFACE --dst-mac M --src IP --dst IP [--port P]
-//                    [--bursts B] [--burst K] [--interval-us I] [--size BYTES] [--skb]
+//                    [--bursts B] [--burst K] [--interval-us I] [--size BYTES] [--skb] [--packet]
 //
 // Defaults: port 9, 50 bursts of 8, every 1000 us, 64-byte frames. Needs CAP_NET_ADMIN and
 // CAP_NET_RAW (root) and libxdp.
@@ -72,7 +72,7 @@ int run(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
     std::fprintf(stderr,
                  "usage: %s INTERFACE --dst-mac M --src IP --dst IP [--port P] [--bursts B] "
-                 "[--burst K] [--interval-us I] [--size BYTES] [--skb]\n",
+                 "[--burst K] [--interval-us I] [--size BYTES] [--skb] [--packet]\n",
                  argv[0]);
     return 2;
   }
@@ -102,6 +102,8 @@ int run(int argc, char** argv) {
       size = static_cast<unsigned>(std::atoi(argv[++i]));
     else if (a == "--skb")
       options.mode = gnio::eth::XdpMode::Skb;
+    else if (a == "--packet")
+      options.socket = gnio::eth::SocketKind::Packet;
     else {
       std::fprintf(stderr, "send_bursts: unknown or incomplete argument '%s'\n", a.c_str());
       return 2;

@@ -3,6 +3,7 @@
 // else on the queue is counted and dropped.
 //
 //   gnio-run -n 1 -- udp_echo INTERFACE [--port P] [--queue Q] [--seconds S] [--count N] [--skb]
+//   [--packet]
 //
 // Runs until N datagrams were echoed or S seconds passed (default 10). Needs CAP_NET_ADMIN and
 // CAP_NET_RAW (root) and libxdp.
@@ -62,9 +63,10 @@ struct EchoKernel {
 
 int run(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    std::fprintf(stderr,
-                 "usage: %s INTERFACE [--port P] [--queue Q] [--seconds S] [--count N] [--skb]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s INTERFACE [--port P] [--queue Q] [--seconds S] [--count N] [--skb] [--packet]\n",
+        argv[0]);
     return 2;
   }
   gnio::eth::PortOptions options;
@@ -85,6 +87,8 @@ int run(int argc, char** argv) {
       count = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--skb")
       options.mode = gnio::eth::XdpMode::Skb;
+    else if (a == "--packet")
+      options.socket = gnio::eth::SocketKind::Packet;
     else {
       std::fprintf(stderr, "udp_echo: unknown or incomplete argument '%s'\n", a.c_str());
       return 2;

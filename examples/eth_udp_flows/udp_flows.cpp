@@ -3,10 +3,11 @@
 // to the CPU through a semaphore, a report per item, as GPUNetIO's simple_receive does; the CPU
 // adds the reports up and prints each flow's totals at the end.
 //
-//   gnio-run -n 1 -- udp_flows INTERFACE [--queue Q] [--seconds S] [--count N] [--skb]
+//   gnio-run -n 1 -- udp_flows INTERFACE [--queue Q] [--seconds S] [--count N] [--skb] [--packet]
 //
 // Runs until N datagrams were reported or S seconds passed (default 10). Frames that are not UDP
-// over IPv4 are counted apart. Needs CAP_NET_ADMIN and CAP_NET_RAW (root) and libxdp.
+// over IPv4 are counted apart. --skb: generic XDP; --packet: AF_PACKET instead of AF_XDP (the
+// Linux stack then sees the datagrams too). Needs CAP_NET_ADMIN and CAP_NET_RAW (root) and libxdp.
 #include <arpa/inet.h>
 
 #include <chrono>
@@ -95,7 +96,8 @@ using FlowKey = std::tuple<std::uint32_t, std::uint16_t, std::uint16_t>;
 
 int run(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: %s INTERFACE [--queue Q] [--seconds S] [--count N] [--skb]\n",
+    std::fprintf(stderr,
+                 "usage: %s INTERFACE [--queue Q] [--seconds S] [--count N] [--skb] [--packet]\n",
                  argv[0]);
     return 2;
   }
@@ -114,6 +116,8 @@ int run(int argc, char** argv) {
       count = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--skb")
       options.mode = gnio::eth::XdpMode::Skb;
+    else if (a == "--packet")
+      options.socket = gnio::eth::SocketKind::Packet;
     else {
       std::fprintf(stderr, "udp_flows: unknown or incomplete argument '%s'\n", a.c_str());
       return 2;

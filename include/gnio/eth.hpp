@@ -29,12 +29,22 @@ enum class XdpMode {
   Skb,     ///< generic XDP after the driver (every driver, veth included; copies)
 };
 
+/// Which socket: AF_XDP (packets steered to the port, kernels drive the rings the Linux kernel
+/// maps) or AF_PACKET (a copy of every packet, moved between the socket and rings of the same
+/// layout by the port's CPU thread; the Linux stack still sees the packets).
+enum class SocketKind {
+  Auto,    ///< AF_XDP, and AF_PACKET where AF_XDP is unavailable (the port says why)
+  Xdp,     ///< AF_XDP only
+  Packet,  ///< AF_PACKET only
+};
+
 struct PortOptions {
   std::string interface;       ///< e.g. "eth1", "veth0"
   unsigned queue = 0;          ///< the interface's RX/TX queue
   unsigned frames = 4096;      ///< UMEM frames (half receive, half transmit); a power of two
   unsigned frame_size = 2048;  ///< bytes per frame (2048 or 4096)
   XdpMode mode = XdpMode::Auto;
+  SocketKind socket = SocketKind::Auto;
 };
 
 /// What the port counted (the kernels' ring indices and the socket's XDP_STATISTICS).
@@ -85,7 +95,8 @@ class Port {
   /// Queue handles for kernels (valid until the port closes).
   RxQueue rx() const;
   TxQueue tx() const;
-  /// One line: socket type, copy or zero-copy, XDP mode, and why (what was refused first).
+  /// One line: socket type (AF_XDP or AF_PACKET), copy or zero-copy, XDP mode, and why (what
+  /// was refused first).
   std::string mode() const;
   /// Asks kernels to end (RxQueue::stopped()); the port keeps running until destroyed.
   void stop();

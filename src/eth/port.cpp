@@ -3,8 +3,11 @@
 // does not depend on it and machines without it lose only packet I/O. The rings and the UMEM are
 // registered with the device so that kernels use them in place; a CPU thread wakes the socket
 // for transmission (copy mode sends only inside a system call).
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <linux/if_ether.h>
 #include <linux/if_link.h>
+#include <linux/if_packet.h>
 #include <linux/if_xdp.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -23,8 +26,8 @@
 
 #include "base/fail.hpp"
 #include "core/comm_impl.hpp"
-#include "gnio/eth.hpp"
 #include "gnio/config.hpp"
+#include "gnio/eth.hpp"
 #include "gnio/log.hpp"
 #include "platform/backend.hpp"
 
@@ -102,6 +105,41 @@ std::pair<void*, std::size_t> mapping_of(const Ring& r, std::size_t entry_bytes)
   return {reinterpret_cast<void*>(lo), hi - lo};
 }
 
+/// How a port's CPU thread idles: it polls for GNIO_PROXY_SPIN_US after its last work (the
+/// latency of the next frame against a busy core; 10 ms on GPUs, 0 on the host backend, as the
+/// proxies' threads), then sleeps in short steps (kernels cannot wake it).
+class Idler {
+ public:
+  explicit Idler(platform::BackendKind kind) {
+    const long long us = config_int("GNIO_PROXY_SPIN_US");
+    spin_ = std::chrono::microseconds(us >= 0                               ? us
+                                      : kind == platform::BackendKind::Host ? 0
+                                                                            : 10000);
+  }
+  void worked() {
+    idle_ = 0;
+    last_ = std::chrono::steady_clock::now();
+  }
+  void idle() {
+    if (++idle_ < 256 || std::chrono::steady_clock::now() - last_ < spin_)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(idle_ < 4096 ? 5 : 50));
+  }
+
+ private:
+  std::chrono::microseconds spin_{0};
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  unsigned idle_ = 0;
+};
+
+std::uint32_t load_acquire(const std::uint32_t* p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+void store_release(std::uint32_t* p, std::uint32_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
 }  // namespace
 
 struct Port::Impl {
@@ -112,22 +150,34 @@ struct Port::Impl {
   std::uint8_t mac[6] = {};
   std::uint8_t* umem_area = nullptr;
   std::size_t umem_bytes = 0;
+  // AF_XDP: libxdp's socket and the rings it mapped.
   xsk_umem* umem = nullptr;
   xsk_socket* xsk = nullptr;
-  xsk_ring_prod fill{}, tx{};
-  xsk_ring_cons completion{}, rx{};
+  xsk_ring_prod xfill{}, xtx{};
+  xsk_ring_cons xcompletion{}, xrx{};
+  // AF_PACKET: the socket, and rings of the same layout in host memory the device reaches.
+  int packet_fd = -1;
+  void* soft_rings = nullptr;
+  mutable std::uint64_t packet_drops = 0;  // PACKET_STATISTICS resets on each read
+  // The rings kernels use (either kind).
+  Ring fill, completion, rx, tx;
   std::uint32_t* words = nullptr;  // host-mapped: [0] stop, [16] rx handoff, [32] tx handoff
   std::vector<void*> registered;
   std::string mode;
-  std::thread waker;
+  std::thread worker;
   std::atomic<bool> quit{false};
   std::atomic<std::uint64_t> wakeups{0};
 
   ~Impl() { close(); }
 
   void open();
+  /// Opens an AF_XDP socket; "" once it is up, otherwise why not (throws for what a fallback
+  /// cannot mend: no permission, a busy queue).
+  std::string open_xdp();
+  void open_packet();
   void close() noexcept;
-  void wake_loop();
+  void wake_loop();  // AF_XDP: wakes the socket to send
+  void copy_loop();  // AF_PACKET: moves frames between the socket and the rings
 };
 
 void Port::Impl::open() {
@@ -149,14 +199,49 @@ void Port::Impl::open() {
       std::memcpy(mac, ifr.ifr_hwaddr.sa_data, sizeof(mac));
     if (s >= 0) ::close(s);
   }
-  const XdpLibrary& lib = XdpLibrary::get();
-  if (!lib.error.empty()) fail(ErrorClass::Unsupported, "eth::Port: %s", lib.error.c_str());
-
   umem_bytes = static_cast<std::size_t>(o.frames) * o.frame_size;
   void* area = ::mmap(nullptr, umem_bytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (area == MAP_FAILED) fail_errno("eth::Port: mmap of %zu bytes of packet memory", umem_bytes);
   umem_area = static_cast<std::uint8_t*>(area);
+
+  const std::string no_xdp = o.socket == SocketKind::Packet ? "" : open_xdp();
+  if (o.socket == SocketKind::Xdp && !no_xdp.empty())
+    fail(ErrorClass::Unsupported, "eth::Port: %s", no_xdp.c_str());
+  if (o.socket == SocketKind::Packet || !no_xdp.empty()) {
+    open_packet();
+    mode =
+        "AF_PACKET, a CPU thread copies frames between the socket and the rings; the Linux "
+        "stack sees every packet too";
+    mode += o.socket == SocketKind::Packet ? " (asked for)" : " (AF_XDP: " + no_xdp + ")";
+  }
+
+  // Every receive frame (the first half of the UMEM) goes to the fill ring.
+  const std::uint32_t half = o.frames / 2;
+  auto* fill_addrs = static_cast<std::uint64_t*>(fill.entries);
+  for (std::uint32_t i = 0; i < half; ++i)
+    fill_addrs[i & fill.mask] = static_cast<std::uint64_t>(i) * o.frame_size;
+  store_release(fill.producer, *fill.producer + half);
+
+  words = static_cast<std::uint32_t*>(backend->alloc_host_mapped(64 * sizeof(std::uint32_t)));
+  std::vector<std::pair<void*, std::size_t>> spans = {{umem_area, umem_bytes}};
+  if (xsk) {  // the software rings are host-mapped memory already
+    spans.push_back(mapping_of(fill, sizeof(std::uint64_t)));
+    spans.push_back(mapping_of(completion, sizeof(std::uint64_t)));
+    spans.push_back(mapping_of(rx, sizeof(Descriptor)));
+    spans.push_back(mapping_of(tx, sizeof(Descriptor)));
+  }
+  for (const auto& [p, n] : spans) {
+    backend->register_host(p, n);
+    registered.push_back(p);
+  }
+  worker = std::thread([this] { xsk ? wake_loop() : copy_loop(); });
+}
+
+std::string Port::Impl::open_xdp() {
+  const PortOptions& o = options;
+  const XdpLibrary& lib = XdpLibrary::get();
+  if (!lib.error.empty()) return lib.error;
   const std::uint32_t half = o.frames / 2;
   xsk_umem_config ucfg{};
   ucfg.fill_size = half;
@@ -164,11 +249,15 @@ void Port::Impl::open() {
   ucfg.frame_size = o.frame_size;
   ucfg.frame_headroom = 0;
   ucfg.flags = 0;
-  if (int e = lib.umem_create(&umem, umem_area, umem_bytes, &fill, &completion, &ucfg); e != 0)
-    fail(e == -EPERM ? ErrorClass::SystemError : ErrorClass::Unsupported,
-         "eth::Port: registering %zu bytes of packet memory with AF_XDP failed: %s%s", umem_bytes,
-         std::strerror(-e), e == -EPERM ? " (needs CAP_NET_ADMIN and CAP_NET_RAW)" : "");
-
+  if (int e = lib.umem_create(&umem, umem_area, umem_bytes, &xfill, &xcompletion, &ucfg); e != 0) {
+    umem = nullptr;
+    if (e == -EPERM)
+      fail(ErrorClass::SystemError,
+           "eth::Port: registering packet memory with AF_XDP: %s (needs CAP_NET_ADMIN and "
+           "CAP_NET_RAW)",
+           std::strerror(-e));
+    return std::string("registering packet memory with AF_XDP failed: ") + std::strerror(-e);
+  }
   struct Attempt {
     std::uint32_t xdp_flags;
     std::uint16_t bind_flags;
@@ -189,16 +278,20 @@ void Port::Impl::open() {
     scfg.libxdp_flags = 0;
     scfg.xdp_flags = a.xdp_flags;
     scfg.bind_flags = a.bind_flags;
-    int e = lib.socket_create(&xsk, o.interface.c_str(), o.queue, umem, &rx, &tx, &scfg);
+    int e = lib.socket_create(&xsk, o.interface.c_str(), o.queue, umem, &xrx, &xtx, &scfg);
     // A socket just closed on this queue is released by Linux a little later: busy for a moment.
     for (int retry = 0; e == -EBUSY && retry < 40; ++retry) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      e = lib.socket_create(&xsk, o.interface.c_str(), o.queue, umem, &rx, &tx, &scfg);
+      e = lib.socket_create(&xsk, o.interface.c_str(), o.queue, umem, &xrx, &xtx, &scfg);
     }
     if (e == 0) {
       mode = std::string("AF_XDP, ") + a.what;
       if (!refused.empty()) mode += " (" + refused + ")";
-      break;
+      fill = ring_of(xfill);
+      completion = ring_of(xcompletion);
+      rx = ring_of(xrx);
+      tx = ring_of(xtx);
+      return {};
     }
     xsk = nullptr;
     if (e == -EPERM)
@@ -212,48 +305,51 @@ void Port::Impl::open() {
            "(%s)",
            o.interface.c_str(), o.queue, refused.c_str());
   }
-  if (!xsk)
-    fail(ErrorClass::Unsupported, "eth::Port: no AF_XDP socket on %s queue %u: %s",
-         o.interface.c_str(), o.queue, refused.c_str());
+  (void)lib.umem_delete(umem);
+  umem = nullptr;
+  return "no AF_XDP socket on " + o.interface + " queue " + std::to_string(o.queue) + ": " +
+         refused;
+}
 
-  // Every receive frame (the first half of the UMEM) goes to the fill ring.
-  auto* fill_addrs = static_cast<std::uint64_t*>(fill.ring);
-  for (std::uint32_t i = 0; i < half; ++i)
-    fill_addrs[i & fill.mask] = static_cast<std::uint64_t>(i) * o.frame_size;
-  __atomic_store_n(fill.producer, *fill.producer + half, __ATOMIC_RELEASE);
-
-  words = static_cast<std::uint32_t*>(backend->alloc_host_mapped(64 * sizeof(std::uint32_t)));
-  const std::pair<void*, std::size_t> spans[] = {
-      {umem_area, umem_bytes},
-      mapping_of(ring_of(fill), sizeof(std::uint64_t)),
-      mapping_of(ring_of(completion), sizeof(std::uint64_t)),
-      mapping_of(ring_of(rx), sizeof(Descriptor)),
-      mapping_of(ring_of(tx), sizeof(Descriptor)),
-  };
-  for (const auto& [p, n] : spans) {
-    backend->register_host(p, n);
-    registered.push_back(p);
+void Port::Impl::open_packet() {
+  packet_fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
+  if (packet_fd < 0) {
+    if (errno == EPERM)
+      fail(ErrorClass::SystemError, "eth::Port: an AF_PACKET socket needs CAP_NET_RAW");
+    fail_errno("eth::Port: AF_PACKET socket");
   }
-  waker = std::thread([this] { wake_loop(); });
+  sockaddr_ll at{};
+  at.sll_family = AF_PACKET;
+  at.sll_protocol = htons(ETH_P_ALL);
+  at.sll_ifindex = ifindex;
+  if (::bind(packet_fd, reinterpret_cast<sockaddr*>(&at), sizeof(at)) != 0)
+    fail_errno("eth::Port: binding an AF_PACKET socket to %s", options.interface.c_str());
+  const int one = 1;  // not our own transmissions back as receptions (Linux 4.20+)
+  (void)::setsockopt(packet_fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+  // Four rings in one host-mapped block, each: producer and consumer on lines of their own, then
+  // the entries (the layout kernels expect from AF_XDP).
+  const std::uint32_t entries = options.frames / 2;
+  const std::size_t ring_bytes = 128 + std::size_t{entries} * sizeof(Descriptor);
+  soft_rings = backend->alloc_host_mapped(4 * ring_bytes);
+  auto ring_at = [&](int k) {
+    auto* base = static_cast<std::uint8_t*>(soft_rings) + k * ring_bytes;
+    return Ring{reinterpret_cast<std::uint32_t*>(base), reinterpret_cast<std::uint32_t*>(base + 64),
+                base + 128, entries - 1};
+  };
+  fill = ring_at(0);
+  completion = ring_at(1);
+  rx = ring_at(2);
+  tx = ring_at(3);
 }
 
 void Port::Impl::wake_loop() {
   const int fd = XdpLibrary::get().socket_fd(xsk);
-  // After the last frame it keeps polling this long (the latency of the next reply against a
-  // busy core), then sleeps in short steps: GNIO_PROXY_SPIN_US, as the proxies' threads.
-  const long long spin_us = config_int("GNIO_PROXY_SPIN_US");
-  const auto spin = std::chrono::microseconds(
-      spin_us >= 0 ? spin_us : backend->kind() == platform::BackendKind::Host ? 0 : 10000);
-  auto last_work = std::chrono::steady_clock::now();
-  unsigned idle = 0;
+  Idler idler(backend->kind());
   while (!quit.load(std::memory_order_acquire)) {
     // Copy mode transmits only inside sendto(), a batch per call: kick while the TX ring holds
     // frames Linux has not taken.
-    const std::uint32_t prod = __atomic_load_n(tx.producer, __ATOMIC_ACQUIRE);
-    const std::uint32_t cons = __atomic_load_n(tx.consumer, __ATOMIC_ACQUIRE);
-    if (prod != cons) {
-      idle = 0;
-      last_work = std::chrono::steady_clock::now();
+    if (load_acquire(tx.producer) != load_acquire(tx.consumer)) {
+      idler.worked();
       wakeups.fetch_add(1, std::memory_order_relaxed);
       if (::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0 && errno != EAGAIN &&
           errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN) {
@@ -262,25 +358,72 @@ void Port::Impl::wake_loop() {
       }
       continue;
     }
-    // Nothing queued: poll, then sleep in short steps (the kernels cannot wake us).
-    if (++idle < 256 || std::chrono::steady_clock::now() - last_work < spin)
-      std::this_thread::yield();
+    idler.idle();
+  }
+}
+
+void Port::Impl::copy_loop() {
+  Idler idler(backend->kind());
+  const std::uint32_t frame = options.frame_size;
+  auto* fill_addrs = static_cast<std::uint64_t*>(fill.entries);
+  auto* done_addrs = static_cast<std::uint64_t*>(completion.entries);
+  auto* rx_descs = static_cast<Descriptor*>(rx.entries);
+  auto* tx_descs = static_cast<Descriptor*>(tx.entries);
+  while (!quit.load(std::memory_order_acquire)) {
+    bool work = false;
+    // Receive into the fill ring's frames while both the socket and the fill ring have some and
+    // the RX ring has room.
+    for (int n = 0; n < 64; ++n) {
+      const std::uint32_t fc = *fill.consumer, rp = *rx.producer;
+      if (fc == load_acquire(fill.producer) || rp - load_acquire(rx.consumer) > rx.mask) break;
+      const std::uint64_t addr = fill_addrs[fc & fill.mask];
+      const ssize_t got = ::recv(packet_fd, umem_area + addr, frame, MSG_DONTWAIT | MSG_TRUNC);
+      if (got < 0) break;
+      work = true;
+      if (got > static_cast<ssize_t>(frame)) continue;  // longer than a frame: dropped
+      rx_descs[rp & rx.mask] = Descriptor{addr, static_cast<std::uint32_t>(got), 0};
+      store_release(fill.consumer, fc + 1);
+      store_release(rx.producer, rp + 1);
+    }
+    // Send what the TX ring holds; each sent frame goes to the completion ring.
+    for (int n = 0; n < 64; ++n) {
+      const std::uint32_t tc = *tx.consumer, cp = *completion.producer;
+      if (tc == load_acquire(tx.producer)) break;
+      const Descriptor d = tx_descs[tc & tx.mask];
+      if (d.len > 0 && d.len <= frame && d.addr + d.len <= umem_bytes &&
+          ::send(packet_fd, umem_area + d.addr, d.len, MSG_DONTWAIT) < 0 &&
+          (errno == EAGAIN || errno == ENOBUFS))
+        break;  // the socket is full: try again next turn
+      work = true;
+      wakeups.fetch_add(1, std::memory_order_relaxed);
+      done_addrs[cp & completion.mask] = d.addr;
+      store_release(tx.consumer, tc + 1);
+      store_release(completion.producer, cp + 1);
+    }
+    if (work)
+      idler.worked();
     else
-      std::this_thread::sleep_for(std::chrono::microseconds(idle < 4096 ? 5 : 50));
+      idler.idle();
   }
 }
 
 void Port::Impl::close() noexcept {
-  if (words) __atomic_store_n(&words[0], 1u, __ATOMIC_RELEASE);
+  if (words) store_release(&words[0], 1u);
   quit.store(true, std::memory_order_release);
-  if (waker.joinable()) waker.join();
+  if (worker.joinable()) worker.join();
   for (void* p : registered) backend->unregister_host(p);
   registered.clear();
-  const XdpLibrary& lib = XdpLibrary::get();
-  if (xsk) lib.socket_delete(xsk);  // detaches the XDP program too
+  if (xsk || umem) {
+    const XdpLibrary& lib = XdpLibrary::get();
+    if (xsk) lib.socket_delete(xsk);  // detaches the XDP program too
+    if (umem) (void)lib.umem_delete(umem);
+  }
   xsk = nullptr;
-  if (umem) (void)lib.umem_delete(umem);
   umem = nullptr;
+  if (packet_fd >= 0) ::close(packet_fd);
+  packet_fd = -1;
+  if (soft_rings) backend->free_host_mapped(soft_rings);
+  soft_rings = nullptr;
   if (umem_area) ::munmap(umem_area, umem_bytes);
   umem_area = nullptr;
   if (words) backend->free_host_mapped(words);
@@ -301,8 +444,8 @@ Port::~Port() = default;
 RxQueue Port::rx() const {
   const Impl& m = *impl_;
   RxQueue q;
-  q.rx = ring_of(m.rx);
-  q.fill = ring_of(m.fill);
+  q.rx = m.rx;
+  q.fill = m.fill;
   q.umem = m.umem_area;
   q.stop = &m.words[0];
   q.handoff = &m.words[16];
@@ -312,8 +455,8 @@ RxQueue Port::rx() const {
 TxQueue Port::tx() const {
   const Impl& m = *impl_;
   TxQueue q;
-  q.tx = ring_of(m.tx);
-  q.completion = ring_of(m.completion);
+  q.tx = m.tx;
+  q.completion = m.completion;
   q.umem = m.umem_area;
   q.first_frame = static_cast<std::uint64_t>(m.options.frames / 2) * m.options.frame_size;
   q.frame_size = m.options.frame_size;
@@ -334,18 +477,26 @@ void Port::stop() {
 PortStats Port::stats() const {
   const Impl& m = *impl_;
   PortStats s;
-  s.received = __atomic_load_n(m.rx.consumer, __ATOMIC_ACQUIRE);
-  s.sent = __atomic_load_n(m.completion.producer, __ATOMIC_ACQUIRE);
+  s.received = load_acquire(m.rx.consumer);
+  s.sent = load_acquire(m.completion.producer);
   s.wakeups = m.wakeups.load(std::memory_order_relaxed);
-  xdp_statistics x{};
-  socklen_t len = sizeof(x);
-  if (::getsockopt(XdpLibrary::get().socket_fd(m.xsk), SOL_XDP, XDP_STATISTICS, &x, &len) == 0) {
-    s.rx_dropped = x.rx_dropped;
-    s.rx_invalid = x.rx_invalid_descs;
-    s.tx_invalid = x.tx_invalid_descs;
-    s.rx_ring_full = x.rx_ring_full;
-    s.rx_fill_empty = x.rx_fill_ring_empty_descs;
-    s.tx_ring_empty = x.tx_ring_empty_descs;
+  if (m.xsk) {
+    xdp_statistics x{};
+    socklen_t len = sizeof(x);
+    if (::getsockopt(XdpLibrary::get().socket_fd(m.xsk), SOL_XDP, XDP_STATISTICS, &x, &len) == 0) {
+      s.rx_dropped = x.rx_dropped;
+      s.rx_invalid = x.rx_invalid_descs;
+      s.tx_invalid = x.tx_invalid_descs;
+      s.rx_ring_full = x.rx_ring_full;
+      s.rx_fill_empty = x.rx_fill_ring_empty_descs;
+      s.tx_ring_empty = x.tx_ring_empty_descs;
+    }
+  } else if (m.packet_fd >= 0) {
+    tpacket_stats t{};  // counts since the last read: the port's figures are totals, so add up
+    socklen_t len = sizeof(t);
+    if (::getsockopt(m.packet_fd, SOL_PACKET, PACKET_STATISTICS, &t, &len) == 0)
+      m.packet_drops += t.tp_drops;
+    s.rx_dropped = m.packet_drops;
   }
   return s;
 }

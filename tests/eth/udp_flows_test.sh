@@ -4,17 +4,18 @@
 # plus frames that are not UDP; the sample's kernel counts them per flow and reports through a
 # semaphore; the CPU's totals must match what was sent, datagram for datagram and byte for byte.
 #
-#   tests/eth/udp_flows_test.sh GNIO_RUN UDP_FLOWS
+#   tests/eth/udp_flows_test.sh GNIO_RUN UDP_FLOWS [SAMPLE ARGS...]   (e.g. --packet: AF_PACKET)
 #
 # Exit 77 (ctest's skip) with a "SKIP:" line without root, iproute2 or ping.
 set -uo pipefail
 run=${1:?usage: udp_flows_test.sh GNIO_RUN UDP_FLOWS}
 flows_bin=${2:?usage: udp_flows_test.sh GNIO_RUN UDP_FLOWS}
+shift 2
 . "$(dirname "$0")/veth_pair.sh"
 peer_knows_mac
 
 ip netns exec "${ns[0]}" "$run" -n 1 --timeout 120 -- "$flows_bin" "${dev[0]}" --seconds 60 \
-  --count 3000 >"$log/flows.txt" 2>&1 &
+  --count 3000 "$@" >"$log/flows.txt" 2>&1 &
 responder=$!
 wait_port_open "$log/flows.txt"
 in_peer python3 - "${addr[0]}" <<'PY' >"$log/sender.txt" 2>&1 || fail "the sender failed"
