@@ -3,11 +3,14 @@
 // to the CPU through a semaphore, a report per item, as GPUNetIO's simple_receive does; the CPU
 // adds the reports up and prints each flow's totals at the end.
 //
-//   gnio-run -n 1 -- udp_flows INTERFACE [--queue Q] [--seconds S] [--count N] [--skb] [--packet]
+//   gnio-run -n 1 -- udp_flows INTERFACE [--queue Q] [--seconds S] [--count N] [--hold-ms T]
+//   [--skb] [--packet]
 //
 // Runs until N datagrams were reported or S seconds passed (default 10). Frames that are not UDP
 // over IPv4 are counted apart. --skb: generic XDP; --packet: AF_PACKET instead of AF_XDP (the
-// Linux stack then sees the datagrams too). Needs CAP_NET_ADMIN and CAP_NET_RAW (root) and libxdp.
+// Linux stack then sees the datagrams too); --hold-ms: the kernel leaves the queue alone that
+// long first, so a burst overflows the rings (the port counts the drops). Needs CAP_NET_ADMIN and
+// CAP_NET_RAW (root) and libxdp.
 #include <arpa/inet.h>
 
 #include <chrono>
@@ -48,6 +51,7 @@ struct FlowKernel {
   gnio::eth::RxQueue rx;
   gnio::SemaphoreView reports;
   unsigned report_every;  // datagrams per report (at most; an idle queue reports what it has)
+  std::uint64_t hold_ns;  // how long to leave the queue alone first (shows what overflow does)
   GNIO_HD void operator()() const {
     constexpr unsigned kBatch = 32;
     gnio::eth::Packet p[kBatch];
@@ -64,6 +68,9 @@ struct FlowKernel {
       counted = 0;
       return true;
     };
+    const std::uint64_t start = gnio::dev::now_ns();
+    for (std::uint32_t spin = 0; gnio::dev::now_ns() - start < hold_ns && !rx.stopped(); ++spin)
+      gnio::dev::poll_pause(spin);
     while (!rx.stopped()) {
       const unsigned n = gnio::eth::receive(rx, p, kBatch, 1000000);  // 1 ms
       for (unsigned i = 0; i < n; ++i) {
@@ -97,7 +104,8 @@ using FlowKey = std::tuple<std::uint32_t, std::uint16_t, std::uint16_t>;
 int run(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
     std::fprintf(stderr,
-                 "usage: %s INTERFACE [--queue Q] [--seconds S] [--count N] [--skb] [--packet]\n",
+                 "usage: %s INTERFACE [--queue Q] [--seconds S] [--count N] [--hold-ms T] [--skb] "
+                 "[--packet]\n",
                  argv[0]);
     return 2;
   }
@@ -105,6 +113,7 @@ int run(int argc, char** argv) {
   options.interface = argv[1];
   double seconds = 10;
   unsigned long long count = 0;
+  double hold_ms = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const bool v = i + 1 < argc;
@@ -114,6 +123,8 @@ int run(int argc, char** argv) {
       seconds = std::atof(argv[++i]);
     else if (a == "--count" && v)
       count = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--hold-ms" && v)
+      hold_ms = std::atof(argv[++i]);
     else if (a == "--skb")
       options.mode = gnio::eth::XdpMode::Skb;
     else if (a == "--packet")
@@ -131,7 +142,8 @@ int run(int argc, char** argv) {
   std::printf("udp_flows: %s queue %u: %s\n", options.interface.c_str(), options.queue,
               port.mode().c_str());
   std::fflush(stdout);
-  gnio::launch(stream, {.grid = 1, .block = 1}, FlowKernel{port.rx(), reports, 256});
+  gnio::launch(stream, {.grid = 1, .block = 1},
+               FlowKernel{port.rx(), reports, 256, static_cast<std::uint64_t>(hold_ms * 1e6)});
 
   std::map<FlowKey, std::pair<unsigned long long, unsigned long long>> totals;
   unsigned long long datagrams = 0, other = 0, items = 0;
@@ -170,6 +182,15 @@ int run(int argc, char** argv) {
   }
   std::printf("udp_flows: %llu datagrams in %zu flows, %llu other frames, %llu reports\n",
               datagrams, totals.size(), other, items);
+  const gnio::eth::PortStats st = port.stats();
+  std::printf(
+      "udp_flows: port: %llu frames received, %llu dropped (RX ring full %llu, other "
+      "%llu), fill ring found empty %llu times\n",
+      static_cast<unsigned long long>(st.received),
+      static_cast<unsigned long long>(st.rx_ring_full + st.rx_dropped),
+      static_cast<unsigned long long>(st.rx_ring_full),
+      static_cast<unsigned long long>(st.rx_dropped),
+      static_cast<unsigned long long>(st.rx_fill_empty));
   return 0;
 }
 
