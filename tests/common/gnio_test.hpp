@@ -15,6 +15,16 @@
 #include "gnio/device.hpp"
 #include "gnio/launch.hpp"
 
+/// TEST(suite, name) whose body is a free function: nvcc refuses extended __host__ __device__
+/// lambdas inside gtest's private TestBody, so tests that launch lambdas and are also built as GPU
+/// variants use this. Use it in a named namespace (the body needs external linkage).
+#define GNIO_KERNEL_TEST(suite, name) \
+  void suite##_##name##_body();       \
+  TEST(suite, name) {                 \
+    suite##_##name##_body();          \
+  }                                   \
+  void suite##_##name##_body()
+
 namespace gnio_test {
 
 /// The process's communicator and stream: created on first use, destroyed (collectively) after
@@ -49,12 +59,14 @@ class CommTeardown : public ::testing::Environment {
     state().comm.reset();
   }
 };
-inline const bool kCommTeardownRegistered = (::testing::AddGlobalTestEnvironment(new CommTeardown), true);
+inline const bool kCommTeardownRegistered =
+    (::testing::AddGlobalTestEnvironment(new CommTeardown), true);
 
 /// A byte that depends on who wrote it and where; never constant over a buffer and never the
 /// poison value 0xA5 for small i ranges checked together.
 GNIO_HD_INLINE std::uint8_t pattern_byte(int rank, std::size_t i, unsigned salt = 0) {
-  std::uint32_t v = static_cast<std::uint32_t>(i) * 2654435761u + static_cast<std::uint32_t>(rank + 1) * 40503u + salt * 97u;
+  std::uint32_t v = static_cast<std::uint32_t>(i) * 2654435761u +
+                    static_cast<std::uint32_t>(rank + 1) * 40503u + salt * 97u;
   std::uint8_t b = static_cast<std::uint8_t>(v >> 13);
   return b == 0xA5 ? 0x5A : b;
 }
@@ -83,13 +95,14 @@ inline void to_host(void* dst, const void* src, std::size_t n) {
 }
 
 /// Counts positions where `got` differs from `expected` and reports the first few.
-inline std::size_t count_wrong(const std::vector<std::uint8_t>& got, const std::vector<std::uint8_t>& expected,
-                               const std::string& what) {
+inline std::size_t count_wrong(const std::vector<std::uint8_t>& got,
+                               const std::vector<std::uint8_t>& expected, const std::string& what) {
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (got[i] != expected[i]) {
       if (wrong < 5)
-        ADD_FAILURE() << what << ": byte " << i << " is " << int(got[i]) << ", expected " << int(expected[i]);
+        ADD_FAILURE() << what << ": byte " << i << " is " << int(got[i]) << ", expected "
+                      << int(expected[i]);
       ++wrong;
     }
   }

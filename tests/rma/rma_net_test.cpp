@@ -32,7 +32,7 @@ constexpr int kRounds = 12;
 constexpr std::size_t kRegion = 65537;
 constexpr std::size_t kSkew = 3;
 
-TEST(Net, PeersAreReachedThroughTheProxy) {
+GNIO_KERNEL_TEST(Net, PeersAreReachedThroughTheProxy) {
   gnio::Comm& c = comm();
   ASSERT_EQ(c.nodes(), 2) << "run with gnio-run --nodes 2";
   DeviceComm dc = c.device_comm();
@@ -43,7 +43,7 @@ TEST(Net, PeersAreReachedThroughTheProxy) {
 
 /// Rank 0 put_signals region k then adds 1 to the signal, for every k, without waiting; rank 1
 /// waits for signal >= k and checks region k at once, inside the kernel.
-TEST(Net, PutSignalDataVisibleWithSignal) {
+GNIO_KERNEL_TEST(Net, PutSignalDataVisibleWithSignal) {
   gnio::Comm& c = comm();
   SymPtr<std::uint8_t> dst = c.alloc<std::uint8_t>(kSkew + kRegion * kRounds);
   SymPtr<std::uint64_t> sig = c.alloc<std::uint64_t>(1);
@@ -98,7 +98,7 @@ TEST(Net, PutSignalDataVisibleWithSignal) {
 
 /// Rank 0 put_nbis pieces of many sizes to rank 1, then quiet(); the host then only meets rank 1
 /// through the bootstrap: no device signal orders the data, quiet alone must have completed it.
-TEST(Net, QuietCompletesEveryPut) {
+GNIO_KERNEL_TEST(Net, QuietCompletesEveryPut) {
   gnio::Comm& c = comm();
   const std::size_t sizes[] = {1, 2, 3, 8, 13, 255, 4096, 65537, (1u << 20) + 5};
   std::size_t total = 0;
@@ -140,7 +140,7 @@ TEST(Net, QuietCompletesEveryPut) {
 }
 
 /// put_nbi, fence, signal: the receiver that sees the signal sees the data.
-TEST(Net, FenceOrdersPutBeforeSignal) {
+GNIO_KERNEL_TEST(Net, FenceOrdersPutBeforeSignal) {
   gnio::Comm& c = comm();
   constexpr std::size_t kBytes = 300001;
   SymPtr<std::uint8_t> dst = c.alloc<std::uint8_t>(kBytes);
@@ -188,7 +188,7 @@ TEST(Net, FenceOrdersPutBeforeSignal) {
 /// keeps its place among the operations to its peer: a fenced smaller put over part of it lands
 /// after it, a striped put_signal's signal comes after all of its pieces, and a get after quiet()
 /// reads everything the striped puts wrote.
-TEST(Net, StripedPutsKeepTheirOrder) {
+GNIO_KERNEL_TEST(Net, StripedPutsKeepTheirOrder) {
   gnio::Comm& c = comm();
   constexpr std::size_t kBytes = (12u << 20) + 4097;  // above the default stripe size, odd
   constexpr std::size_t kPatch = 5000, kPatchAt = (3u << 20) + 3;
@@ -285,7 +285,7 @@ CreationFailure create_expecting_failure() {
 // exist) fails communicator creation, and every other rank fails with it, naming that rank, at
 // once: nobody waits for an address that never comes. Runs alone in its process (the shared
 // communicator is never made).
-TEST(NetFault, UcxStartFailureReachesEveryRank) {
+GNIO_KERNEL_TEST(NetFault, UcxStartFailureReachesEveryRank) {
   const char* net = std::getenv("GNIO_NET");
   if (!net || std::strcmp(net, "ucx") != 0) GTEST_SKIP() << "the ucx backend's test";
   const char* rank = std::getenv("RANK");
@@ -303,7 +303,7 @@ TEST(NetFault, UcxStartFailureReachesEveryRank) {
 // GNIO_NET=ucx: whether the heap is registered with UCX or its data staged through messages must
 // be the same on every rank (rank 1 here stages, rank 0 does not): communicator creation fails
 // on every rank with InvalidArgument naming both, at once. Runs alone in its process.
-TEST(NetFault, StagingMismatchIsRefused) {
+GNIO_KERNEL_TEST(NetFault, StagingMismatchIsRefused) {
   const char* net = std::getenv("GNIO_NET");
   if (!net || std::strcmp(net, "ucx") != 0) GTEST_SKIP() << "the ucx backend's test";
   const char* rank = std::getenv("RANK");
@@ -320,7 +320,7 @@ TEST(NetFault, StagingMismatchIsRefused) {
   EXPECT_LT(took, 10.0) << msg;
 }
 
-TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
+GNIO_KERNEL_TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
   gnio::Comm& c = comm();
   DeviceComm dc = c.device_comm();
   const std::uint64_t heap = dc.heap_bytes_;
@@ -376,7 +376,7 @@ TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
 /// The link breaks in the middle of a put's data (GNIO_NET_CUT_AFTER=1M, set by CMakeLists.txt):
 /// the sender's quiet and the receiver's wait for the signal both end with RemoteError well
 /// within the deadline, and the signal of the half-delivered put_signal is never set.
-TEST(NetFault, LinkCutMidTransfer) {
+GNIO_KERNEL_TEST(NetFault, LinkCutMidTransfer) {
   constexpr std::size_t kBytes = 4u << 20;  // past the 1 MiB cut
   gnio::Comm& c = comm();
   SymPtr<std::uint8_t> dst = c.alloc<std::uint8_t>(kBytes);
@@ -425,7 +425,7 @@ TEST(NetFault, LinkCutMidTransfer) {
 /// A get after a put to the same peer, from the same thread, reads what the put wrote (one ring
 /// drained in order, one connection, the target applies in order); atomics through the proxy
 /// return the old values and are applied once each.
-TEST(Net, GetAndAtomicsAfterPutSeeIt) {
+GNIO_KERNEL_TEST(Net, GetAndAtomicsAfterPutSeeIt) {
   gnio::Comm& c = comm();
   const int peer = 1 - c.rank();
   SymPtr<std::uint8_t> buf = c.alloc<std::uint8_t>(kRegion);
@@ -483,7 +483,7 @@ constexpr int kCrossRounds = 8;
 constexpr int kCrossRequests = 64;
 constexpr std::size_t kProbe = 8;
 
-TEST(Net, RequestsBothWaysWhilePutsCross) {
+GNIO_KERNEL_TEST(Net, RequestsBothWaysWhilePutsCross) {
   gnio::Comm& c = comm();
   const int peer = 1 - c.rank();
   SymPtr<std::uint8_t> dst = c.alloc<std::uint8_t>(kCrossPut);
@@ -579,7 +579,7 @@ void expect_reply_refused(gnio::Comm& c, std::chrono::steady_clock::time_point s
 /// Replies that answer no request (GNIO_NET_BAD_REPLY=1, set by CMakeLists.txt: every reply names
 /// a ticket the asker never used): the asker rejects them before writing a byte, and both ranks
 /// get RemoteError at once, not at the deadline.
-TEST(NetFault, ReplyToNoRequestIsRejected) {
+GNIO_KERNEL_TEST(NetFault, ReplyToNoRequestIsRejected) {
   gnio::Comm& c = comm();
   SymPtr<std::uint8_t> buf = c.alloc<std::uint8_t>(256);
   auto* dst = static_cast<std::uint8_t*>(c.alloc_device(256));
@@ -605,7 +605,7 @@ TEST(NetFault, ReplyToNoRequestIsRejected) {
 
 // The same for the answer to a remote atomic (tcp: an atomic reply; ucx with
 // GNIO_UCX_WORD_OPS=am: the answer to a word message): refused, and both ranks abort in time.
-TEST(NetFault, AtomicReplyToNoRequestIsRejected) {
+GNIO_KERNEL_TEST(NetFault, AtomicReplyToNoRequestIsRejected) {
   gnio::Comm& c = comm();
   SymPtr<std::uint64_t> word = c.alloc<std::uint64_t>(1);
   const std::uint64_t initial = 40;
@@ -625,7 +625,7 @@ TEST(NetFault, AtomicReplyToNoRequestIsRejected) {
 
 /// Collectives across nodes: the host API (Auto = ring through the proxy) and the device API
 /// inside a kernel, both checked element by element; in-place and out-of-place.
-TEST(Net, CollectivesAcrossNodes) {
+GNIO_KERNEL_TEST(Net, CollectivesAcrossNodes) {
 #if GNIO_NET_TEST_COLL
   gnio::Comm& c = comm();
   const int n = c.size(), me = c.rank();
@@ -683,7 +683,7 @@ TEST(Net, CollectivesAcrossNodes) {
 
 /// An algorithm that reads and writes peers' memory (here TwoShot) called in a kernel on a team
 /// that spans nodes: Unsupported at once, naming the call and the peer, and nothing hangs.
-TEST(NetFault, PeerMemoryAlgorithmAcrossNodesIsUnsupported) {
+GNIO_KERNEL_TEST(NetFault, PeerMemoryAlgorithmAcrossNodesIsUnsupported) {
 #if GNIO_NET_TEST_COLL
   gnio::Comm& c = comm();
   SymPtr<float> buf = c.alloc<float>(64);
