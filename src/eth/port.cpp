@@ -161,7 +161,10 @@ struct Port::Impl {
   mutable std::uint64_t packet_drops = 0;  // PACKET_STATISTICS resets on each read
   // The rings kernels use (either kind).
   Ring fill, completion, rx, tx;
-  std::uint32_t* words = nullptr;  // host-mapped: [0] stop, [16] rx handoff, [32] tx handoff
+  std::uint32_t* words = nullptr;  // host-mapped: [0] stop (the host writes it, kernels read it)
+  // Device memory: [0] rx handoff, [32] tx handoff (the Coop forms' counts; a group's leader
+  // hands its count over in memory next to the group, not across PCIe).
+  std::uint32_t* handoffs = nullptr;
   std::vector<void*> registered;
   std::string mode;
   std::thread worker;
@@ -224,6 +227,7 @@ void Port::Impl::open() {
   store_release(fill.producer, *fill.producer + half);
 
   words = static_cast<std::uint32_t*>(backend->alloc_host_mapped(64 * sizeof(std::uint32_t)));
+  handoffs = static_cast<std::uint32_t*>(backend->alloc_device(64 * sizeof(std::uint32_t)));
   std::vector<std::pair<void*, std::size_t>> spans = {{umem_area, umem_bytes}};
   if (xsk) {  // the software rings are host-mapped memory already
     spans.push_back(mapping_of(fill, sizeof(std::uint64_t)));
@@ -428,6 +432,8 @@ void Port::Impl::close() noexcept {
   umem_area = nullptr;
   if (words) backend->free_host_mapped(words);
   words = nullptr;
+  if (handoffs) backend->free_device(handoffs);
+  handoffs = nullptr;
 }
 
 Port::Port(Comm& comm, const PortOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -448,7 +454,7 @@ RxQueue Port::rx() const {
   q.fill = m.fill;
   q.umem = m.umem_area;
   q.stop = &m.words[0];
-  q.handoff = &m.words[16];
+  q.handoff = &m.handoffs[0];
   return q;
 }
 
@@ -462,7 +468,7 @@ TxQueue Port::tx() const {
   q.frame_size = m.options.frame_size;
   q.frames = m.options.frames / 2;
   q.stop = &m.words[0];
-  q.handoff = &m.words[32];
+  q.handoff = &m.handoffs[32];
   return q;
 }
 

@@ -22,6 +22,7 @@
 
 #include "gnio/device/atomic.hpp"
 #include "gnio/device/coop.hpp"
+#include "gnio/device/impl/copy.hpp"
 #include "gnio/device/macros.hpp"
 #include "gnio/device/thread.hpp"
 
@@ -57,7 +58,9 @@ struct RxQueue {
   Ring fill;  ///< filled by kernels: UMEM frames Linux may receive into
   std::uint8_t* umem = nullptr;
   std::uint32_t* stop = nullptr;     ///< set by Port::stop(): kernels should end
-  std::uint32_t* handoff = nullptr;  ///< the leader's count for its group (receive<Coop>)
+  /// The leader's count for its group (the <Coop> forms), in device memory: with the cuda
+  /// backend the <Coop> forms are for kernels, the plain forms for kernels and CPU threads.
+  std::uint32_t* handoff = nullptr;
   /// True once the host asked the port's kernels to end (Port::stop or close).
   GNIO_HD_INLINE bool stopped() const { return dev::atomic_load(stop, dev::Order::Acquire) != 0; }
 };
@@ -72,7 +75,7 @@ struct TxQueue {
   std::uint32_t frame_size = 0;   ///< bytes per frame
   std::uint32_t frames = 0;       ///< TX frames (at most the TX ring's entries)
   std::uint32_t* stop = nullptr;  ///< as RxQueue::stop
-  std::uint32_t* handoff = nullptr;
+  std::uint32_t* handoff = nullptr;  ///< as RxQueue::handoff (acquire<Coop>)
   GNIO_HD_INLINE bool stopped() const { return dev::atomic_load(stop, dev::Order::Acquire) != 0; }
 };
 
@@ -136,13 +139,17 @@ struct TxFrame {
   std::uint64_t addr = 0;  ///< UMEM offset (what send() passes on)
 };
 
-/// Waits up to `timeout_ns` for a free TX frame (one Linux has finished sending); false on
-/// timeout or when the port is stopping.
-GNIO_HD_INLINE bool acquire(const TxQueue& q, TxFrame* frame, std::uint64_t timeout_ns) {
+/// Waits up to `timeout_ns` for free TX frames (ones Linux has finished sending) and hands out up
+/// to `max` of them in `frames`, in the order send() must queue them; returns how many (0 on
+/// timeout or when the port is stopping). Frames handed out but not sent are handed out again by
+/// the next acquire(). One call reads the rings a few times, whatever `max` is: from a GPU, each
+/// read crosses PCIe (about a microsecond), so take frames in batches where rates matter.
+GNIO_HD_INLINE unsigned acquire(const TxQueue& q, TxFrame* frames, unsigned max,
+                                std::uint64_t timeout_ns) {
   const std::uint32_t prod = dev::atomic_load(q.tx.producer, dev::Order::Relaxed);
   std::uint32_t done = dev::atomic_load(q.completion.consumer, dev::Order::Relaxed);
   const std::uint64_t start = dev::now_ns();
-  for (std::uint32_t spin = 0; prod - done >= q.frames; ++spin) {
+  for (std::uint32_t spin = 0; max != 0 && prod - done >= q.frames; ++spin) {
     // Completions come in order (copy mode sends the TX ring in order): the count is enough.
     const std::uint32_t completed = dev::atomic_load(q.completion.producer, dev::Order::Acquire);
     if (completed != done) {
@@ -150,20 +157,49 @@ GNIO_HD_INLINE bool acquire(const TxQueue& q, TxFrame* frame, std::uint64_t time
       dev::atomic_store(q.completion.consumer, done, dev::Order::Release);
       continue;
     }
-    if (q.stopped() || dev::now_ns() - start >= timeout_ns) return false;
+    if (q.stopped() || dev::now_ns() - start >= timeout_ns) return 0;
     dev::poll_pause(spin);
   }
-  frame->addr = q.first_frame + static_cast<std::uint64_t>(prod % q.frames) * q.frame_size;
-  frame->data = q.umem + frame->addr;
-  return true;
+  // Take the completions that came meanwhile too: a batch is worth one more read.
+  if (max > 1 && q.frames - (prod - done) < max) {
+    const std::uint32_t completed = dev::atomic_load(q.completion.producer, dev::Order::Acquire);
+    if (completed != done) {
+      done = completed;
+      dev::atomic_store(q.completion.consumer, done, dev::Order::Release);
+    }
+  }
+  const std::uint32_t free = q.frames - (prod - done);
+  const unsigned n = free < max ? free : max;
+  for (unsigned i = 0; i < n; ++i) {
+    // q.frames is a power of two: a mask, not a division.
+    frames[i].addr =
+        q.first_frame + static_cast<std::uint64_t>((prod + i) & (q.frames - 1)) * q.frame_size;
+    frames[i].data = q.umem + frames[i].addr;
+  }
+  return n;
 }
 
-/// Queues `frame` (from acquire(), `length` bytes written at frame.data) for sending; the port's
-/// CPU thread wakes the socket.
-GNIO_HD_INLINE void send(const TxQueue& q, const TxFrame& frame, std::uint32_t length) {
+/// Waits up to `timeout_ns` for one free TX frame; false on timeout or when the port is stopping.
+GNIO_HD_INLINE bool acquire(const TxQueue& q, TxFrame* frame, std::uint64_t timeout_ns) {
+  return acquire(q, frame, 1, timeout_ns) == 1;
+}
+
+/// Queues the first `n` frames of the last acquire() (`lengths[i]` bytes written at
+/// frames[i].data) for sending, with one update of the ring's index; the port's CPU thread wakes
+/// the socket.
+GNIO_HD_INLINE void send(const TxQueue& q, const TxFrame* frames, const std::uint32_t* lengths,
+                         unsigned n) {
+  if (n == 0) return;
   const std::uint32_t prod = dev::atomic_load(q.tx.producer, dev::Order::Relaxed);
-  detail::descriptors(q.tx)[prod & q.tx.mask] = Descriptor{frame.addr, length, 0};
-  dev::atomic_store(q.tx.producer, prod + 1, dev::Order::Release);
+  for (unsigned i = 0; i < n; ++i)
+    detail::descriptors(q.tx)[(prod + i) & q.tx.mask] = Descriptor{frames[i].addr, lengths[i], 0};
+  // Release: the frames' bytes and the descriptors are written before Linux sees the index.
+  dev::atomic_store(q.tx.producer, prod + n, dev::Order::Release);
+}
+
+/// Queues `frame` (from acquire(), `length` bytes written at frame.data) for sending.
+GNIO_HD_INLINE void send(const TxQueue& q, const TxFrame& frame, std::uint32_t length) {
+  send(q, &frame, &length, 1);
 }
 
 /// send() once the kernel's clock (dev::now_ns()) reaches `when_ns`: the calling thread waits
@@ -194,6 +230,35 @@ GNIO_HD_INLINE void release(const RxQueue& q, unsigned n, Coop g) {
   g.sync();
   if (g.leader()) release(q, n);
   g.sync();
+}
+
+/// acquire() for a group: the leader takes up to `max` frames into `frames` (memory the whole
+/// group reads: shared or global), every thread of the group gets the count.
+template <class Coop>
+GNIO_HD_INLINE unsigned acquire(const TxQueue& q, TxFrame* frames, unsigned max,
+                                std::uint64_t timeout_ns, Coop g) {
+  g.sync();
+  if (g.leader())
+    dev::atomic_store(q.handoff, acquire(q, frames, max, timeout_ns), dev::Order::Relaxed);
+  g.sync();
+  return dev::atomic_load(q.handoff, dev::Order::Relaxed);
+}
+
+/// send() for a group: after every thread of it has written its share of the frames.
+template <class Coop>
+GNIO_HD_INLINE void send(const TxQueue& q, const TxFrame* frames, const std::uint32_t* lengths,
+                         unsigned n, Coop g) {
+  g.sync();
+  if (g.leader()) send(q, frames, lengths, n);
+}
+
+/// The group's threads together copy `bytes` from `src` into packet memory (or out of it), in
+/// 16-byte pieces where both addresses allow: from a GPU, packet memory is host memory across
+/// PCIe, where one thread writing bytes one by one moves a few MB/s. No synchronisation: the
+/// Coop forms of send() and release() sync the group first.
+template <class Coop>
+GNIO_HD_INLINE void copy(void* dst, const void* src, std::size_t bytes, Coop g) {
+  gnio::detail::group_copy(dst, src, bytes, g);
 }
 
 }  // namespace gnio::eth
