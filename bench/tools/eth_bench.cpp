@@ -103,8 +103,9 @@ struct RxLoop {
 };
 
 /// The transmit loop: `count` copies of `frame`, each into a TX frame, taken and queued in
-/// batches. In a GPU kernel a warp runs it (the leader takes the frames into `frames`, device memory
-/// the warp reads; the warp copies each frame in 16-byte pieces); on a CPU thread one thread.
+/// batches. In a GPU kernel a warp runs it (the leader takes the frames into `frames`, device
+/// memory the warp reads; the warp copies each frame in 16-byte pieces); on a CPU thread one
+/// thread.
 template <class Coop>
 struct TxLoop {
   static constexpr unsigned kBatch = 32;

@@ -73,9 +73,10 @@ struct LaunchInfo {
 ///     SLURM_STEP_TASKS_PER_NODE (with SLURM_NODEID; "2(x3),1" forms are understood) or a plain
 ///     SLURM_NTASKS_PER_NODE;
 ///  4. PMI (MPICH/Hydra, Intel MPI): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS.
-/// Open MPI, Slurm and PMI do not publish a rendezvous address: set MASTER_ADDR (or
-/// GNIO_BOOTSTRAP_ADDR) to rank 0's host and GNIO_BOOTSTRAP_PORT (or MASTER_PORT) to a free port
-/// there; from_env() requires them, this function only reports them.
+/// Open MPI, Slurm and PMI do not publish a rendezvous address: when every rank runs on one host
+/// from_env() meets on the loopback by itself (docs/guide/launching.md); across hosts set
+/// MASTER_ADDR (or GNIO_BOOTSTRAP_ADDR) to rank 0's host and GNIO_BOOTSTRAP_PORT (or MASTER_PORT)
+/// to a free port there. This function only reports them.
 /// Throws Error(InvalidArgument) naming the variable when none of the sources is present, a value
 /// is not an integer, or values are inconsistent (rank >= size, negative, local rank >= local
 /// size, a port outside 1..65535).
@@ -113,7 +114,9 @@ class Bootstrap {
   /// root_host:root_port (MASTER_ADDR and GNIO_BOOTSTRAP_PORT, default MASTER_PORT + 1), hosted
   /// by rank 0 itself. The job token is GNIO_JOB_TOKEN (hex, set by gnio-run) or else derived from
   /// the launcher's job id (TORCHELASTIC_RUN_ID, SLURM_JOB_ID + SLURM_STEP_ID,
-  /// OMPI_MCA_orte_ess_jobid / PMIX_NAMESPACE) and the root address. Collective.
+  /// OMPI_MCA_orte_ess_jobid / PMIX_NAMESPACE) and the root address. An Open MPI, Slurm or PMI
+  /// job without an address whose ranks all run on this host meets on the loopback through a
+  /// rendezvous file (GNIO_RENDEZVOUS_DIR; docs/guide/launching.md). Collective.
   static std::unique_ptr<Bootstrap> from_env();
 
   /// This process's rank.

@@ -53,6 +53,9 @@ constexpr ConfigVar kVars[] = {
      "PMI launches, which have no MASTER_ADDR; MASTER_ADDR wins when both are set)"},
     {"GNIO_BOOTSTRAP_PORT", ConfigType::Int, "0",
      "root's bootstrap port when initialising from launcher variables; 0 = MASTER_PORT + 1"},
+    {"GNIO_RENDEZVOUS_DIR", ConfigType::String, "",
+     "directory of the rendezvous file through which the ranks of an Open MPI, Slurm or PMI job "
+     "that all run on one host meet when no MASTER_ADDR is given; empty = TMPDIR, else /tmp"},
     {"GNIO_JOB_TOKEN", ConfigType::String, "",
      "64-bit job token (hex) every bootstrap connection must carry; gnio-run sets a random one; "
      "empty = derived from the launcher's job id"},

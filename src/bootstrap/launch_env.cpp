@@ -176,24 +176,15 @@ bool parse_job_token(const char* text, std::uint64_t* token) {
   return true;
 }
 
-std::uint64_t job_token_from_env(const LaunchInfo& info) {
-  std::string explicit_token = config_text("GNIO_JOB_TOKEN");
-  if (!explicit_token.empty()) {
-    std::uint64_t token = 0;
-    if (!parse_job_token(explicit_token.c_str(), &token))
-      fail(ErrorClass::InvalidArgument,
-           "environment variable GNIO_JOB_TOKEN='%s' is not 1 to 16 hex digits; unset it or set "
-           "the same hex value on every rank",
-           explicit_token.c_str());
-    return token;
-  }
-  // Not a secret (see the header): a hash of job-wide launcher ids, to keep jobs apart.
-  std::string key = "gnio-job-token/v1/" + info.source;
+std::string job_ids_from_env(const LaunchInfo& info) {
+  std::string ids;
   auto add = [&](const char* name) {
-    key += '|';
-    key += name;
-    key += '=';
-    if (const char* v = env(name)) key += v;
+    if (const char* v = env(name); v && *v) {
+      ids += '|';
+      ids += name;
+      ids += '=';
+      ids += v;
+    }
   };
   if (info.source == "torchrun" || info.source == "gnio-run") {
     add("TORCHELASTIC_RUN_ID");
@@ -207,6 +198,22 @@ std::uint64_t job_token_from_env(const LaunchInfo& info) {
   } else if (info.source == "pmi") {
     add("PMIX_NAMESPACE");
   }
+  return ids;
+}
+
+std::uint64_t job_token_from_env(const LaunchInfo& info) {
+  std::string explicit_token = config_text("GNIO_JOB_TOKEN");
+  if (!explicit_token.empty()) {
+    std::uint64_t token = 0;
+    if (!parse_job_token(explicit_token.c_str(), &token))
+      fail(ErrorClass::InvalidArgument,
+           "environment variable GNIO_JOB_TOKEN='%s' is not 1 to 16 hex digits; unset it or set "
+           "the same hex value on every rank",
+           explicit_token.c_str());
+    return token;
+  }
+  // Not a secret (see the header): a hash of job-wide launcher ids, to keep jobs apart.
+  std::string key = "gnio-job-token/v1/" + info.source + job_ids_from_env(info);
   key += "|root=" + info.root_host + ":" + std::to_string(info.root_port);
   return fnv1a64(key);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "gnio/bootstrap.hpp"
 
@@ -20,6 +21,10 @@ namespace gnio::bootstrap {
 /// of a job sees with the same value are hashed, so all ranks derive the same token.
 /// Throws Error(InvalidArgument) when GNIO_JOB_TOKEN is not hex.
 std::uint64_t job_token_from_env(const LaunchInfo& info);
+
+/// The launcher's job ids that job_token_from_env() hashes, as "|NAME=value" for each one set
+/// (empty when the launcher named no job: then two jobs cannot be told apart by them).
+std::string job_ids_from_env(const LaunchInfo& info);
 
 /// Parses a job token ("0x1f", "DEADbeef"); false when it is not 1 to 16 hex digits.
 bool parse_job_token(const char* text, std::uint64_t* token);

@@ -13,6 +13,7 @@
 
 #include "base/fail.hpp"
 #include "bootstrap/launch_env.hpp"
+#include "bootstrap/local_rendezvous.hpp"
 #include "gnio/config.hpp"
 #include "gnio/log.hpp"
 
@@ -754,16 +755,31 @@ std::unique_ptr<Bootstrap> Bootstrap::create(const UniqueId& id, int rank, int s
 std::unique_ptr<Bootstrap> Bootstrap::from_env() {
   LaunchInfo info = launch_info_from_env();
   bool launcher_has_master = info.source == "torchrun" || info.source == "gnio-run";
+  // Every rank on this host and no address given (a plain mpirun or srun on one machine): meet on
+  // the loopback, the port set or published in a file named after the job.
+  const bool one_host = info.local_size == info.size;
+  if (info.root_host.empty() && !launcher_has_master && one_host) {
+    if (info.root_port > 0) {
+      info.root_host = "127.0.0.1";
+    } else if (!bootstrap::job_ids_from_env(info).empty() ||
+               !config_text("GNIO_JOB_TOKEN").empty()) {
+      return bootstrap::join_on_this_host(info, bootstrap::job_token_from_env(info));
+    }
+  }
   if (info.root_host.empty()) {
     if (launcher_has_master)
       fail(ErrorClass::InvalidArgument,
            "Bootstrap::from_env: MASTER_ADDR is not set; torchrun and gnio-run set it (set "
            "MASTER_ADDR and MASTER_PORT to rank 0's host and a free port)");
     fail(ErrorClass::InvalidArgument,
-         "Bootstrap::from_env: %s gives no rendezvous address: set MASTER_ADDR (or "
+         "Bootstrap::from_env: %s gives no rendezvous address%s: set MASTER_ADDR (or "
          "GNIO_BOOTSTRAP_ADDR) to the host of rank 0 and GNIO_BOOTSTRAP_PORT (or MASTER_PORT) to "
          "a free port there, for every rank",
-         info.source.c_str());
+         info.source.c_str(),
+         one_host               ? " and no job id to meet on this host by (set GNIO_JOB_TOKEN to "
+                                  "the same hex value on every rank, or the address below)"
+         : info.local_size == 0 ? " and does not say whether every rank runs on this host"
+                                : " and the ranks span hosts");
   }
   if (info.root_port <= 0) {
     if (launcher_has_master)

@@ -57,7 +57,7 @@ struct RxQueue {
   Ring rx;    ///< filled by Linux: received frames
   Ring fill;  ///< filled by kernels: UMEM frames Linux may receive into
   std::uint8_t* umem = nullptr;
-  std::uint32_t* stop = nullptr;     ///< set by Port::stop(): kernels should end
+  std::uint32_t* stop = nullptr;  ///< set by Port::stop(): kernels should end
   /// The leader's count for its group (the <Coop> forms), in device memory: with the cuda
   /// backend the <Coop> forms are for kernels, the plain forms for kernels and CPU threads.
   std::uint32_t* handoff = nullptr;
@@ -71,10 +71,10 @@ struct TxQueue {
   Ring tx;          ///< filled by kernels: frames to send
   Ring completion;  ///< filled by Linux: frames sent
   std::uint8_t* umem = nullptr;
-  std::uint64_t first_frame = 0;  ///< UMEM offset of TX frame 0
-  std::uint32_t frame_size = 0;   ///< bytes per frame
-  std::uint32_t frames = 0;       ///< TX frames (at most the TX ring's entries)
-  std::uint32_t* stop = nullptr;  ///< as RxQueue::stop
+  std::uint64_t first_frame = 0;     ///< UMEM offset of TX frame 0
+  std::uint32_t frame_size = 0;      ///< bytes per frame
+  std::uint32_t frames = 0;          ///< TX frames (at most the TX ring's entries)
+  std::uint32_t* stop = nullptr;     ///< as RxQueue::stop
   std::uint32_t* handoff = nullptr;  ///< as RxQueue::handoff (acquire<Coop>)
   GNIO_HD_INLINE bool stopped() const { return dev::atomic_load(stop, dev::Order::Acquire) != 0; }
 };
