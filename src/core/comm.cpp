@@ -409,6 +409,21 @@ void CommImpl::check() const {
                      "(CollAlgo::Auto, OneShot or Ring)"
                    : "no network transport is configured: GNIO_NET=none, or the cuda backend");
       case Status::InvalidArgument:
+        // Two-sided messages (gnio/device/channel.hpp) say what was wrong through the comparison:
+        // Le = the message reached `seen` bytes against a buffer of `expected`; Lt = no channel
+        // (peer, tag `seen`) in a set of `expected` tags.
+        if (r.cmp == static_cast<std::uint32_t>(Cmp::Le))
+          fail(ErrorClass::InvalidArgument,
+               "rank %d: %s: the message from rank %d does not fit the buffer: it reached %llu "
+               "bytes, the buffer holds %llu (nothing was written past it)",
+               r.rank, where.c_str(), r.peer, static_cast<unsigned long long>(r.seen),
+               static_cast<unsigned long long>(r.expected));
+        if (r.cmp == static_cast<std::uint32_t>(Cmp::Lt))
+          fail(ErrorClass::InvalidArgument,
+               "rank %d: %s: no channel to or from rank %d with tag %llu (the set has %llu tags "
+               "and the communicator %d ranks)",
+               r.rank, where.c_str(), r.peer, static_cast<unsigned long long>(r.seen),
+               static_cast<unsigned long long>(r.expected), bootstrap->size());
         fail(ErrorClass::InvalidArgument,
              "rank %d: %s got a bad argument: peer %d, %s, %llu bytes (heap holds %llu bytes per "
              "rank; fetch the DeviceComm again after alloc)",

@@ -10,7 +10,8 @@
 #              targets in BUILD_TARGETS); CMAKE_EXTRA adds configure arguments to both (e.g.
 #              -DGNIO_COLL=OFF: no collective kernels, a build of minutes)
 #   suite      every GPU-labelled test (ctest -L gpu)
-#   examples   ping-pong, ring pipeline, halo exchange, gnio-info --json on 2 ranks
+#   examples   ping-pong, ring pipeline, halo exchange, gnio-info --json, request/response (also
+#              as 2 nodes) on 2 ranks
 #   init       communicator creation, gnio vs ncclCommInitRank
 #   coll       bench/run-coll.sh: collectives vs NCCL (the issue's sweep, CUDA graphs)
 #   coll-eager allreduce vs NCCL without graphs (-G 0)
@@ -194,7 +195,9 @@ run_step() {
       step examples bash -c "$R -n 2 -- $B/examples/ping_pong/ping_pong 10000 &&
         $R -n 2 -- $B/examples/ring_pipeline/ring_pipeline 256 65536 &&
         $R -n 2 -- $B/examples/halo_exchange/halo_exchange 1048576 200 &&
-        $R -n 2 -- $B/tools/gnio-info/gnio-info --json" ;;
+        $R -n 2 -- $B/tools/gnio-info/gnio-info --json &&
+        $R -n 2 -- $B/examples/request_response/request_response 200 &&
+        GNIO_NET=tcp $R -n 2 --nodes 2 -- $B/examples/request_response/request_response 50" ;;
     init) step init "$R" -n 2 -- "$B/bench/init/init_bench" 9 ;;
     coll) step coll env BUILD="$B" OUT="$r/coll" bench/run-coll.sh ;;
     coll-eager)

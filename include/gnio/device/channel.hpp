@@ -1,0 +1,267 @@
+// Two-sided messages between kernels: a channel per (peer, tag) of a gnio::Channels set
+// (<gnio/channel.hpp>). The sender picks the size of each message; the receiver takes the next
+// one in order, whole. Messages travel as put_signal() into a ring of `depth` slots in the
+// receiver's symmetric heap and are acknowledged by a credit signal back, so the same code runs
+// over peer memory and through the proxy to other nodes, on GPUs and on CPU threads.
+//
+//   gnio::launch(stream, {.grid = 1, .block = 128}, [=] GNIO_HD () {
+//     gnio::Channel to = set.channel(peer, 0);
+//     gnio::send<gnio::Block>(to, request, bytes);
+//     gnio::Received r = gnio::recv<gnio::Block>(set.channel(peer, 1), reply, sizeof(reply));
+//     if (r.status != gnio::Status::Ok) return;     // Comm::check() has the report
+//   });
+//
+// Rules:
+//  * One sender and one receiver per channel at a time (a thread, or one group through the Coop
+//    forms, which every member calls with the same arguments). Use tags to run several at once.
+//  * Messages of one channel arrive in the order sent; a message larger than the set's
+//    max_message travels as several slots and still arrives whole and in order.
+//  * Every wait is bounded (GNIO_TIMEOUT) and reported like the other device waits; a peer that
+//    dies ends them with RemoteError, and no message is handed over unless it arrived whole.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gnio/device/coop.hpp"
+#include "gnio/device/device_comm.hpp"
+#include "gnio/device/impl/copy.hpp"
+
+namespace gnio {
+
+/// The kernels' view of a Channels set (Channels::device()); trivially copyable, pass by value.
+struct DeviceChannels {
+  DeviceComm comm;
+  /// Receive rings: [from rank][tag][slot] of `slot_bytes` each (in the receiver's heap).
+  SymPtr<char> rings;
+  /// Slot flags: [from rank][tag][slot]; (sequence + 1) << 32 | more << 31 | bytes of the slot.
+  SymPtr<std::uint64_t> flags;
+  /// Credits: [to rank][tag]; how many slots that receiver has consumed (in the sender's heap).
+  SymPtr<std::uint64_t> credits;
+  /// This rank's own counters: slots sent [to rank][tag] and consumed [from rank][tag].
+  SymPtr<std::uint64_t> sent, consumed;
+  int tags = 0;
+  std::uint32_t depth = 0;
+  std::uint64_t slot_bytes = 0;  ///< max_message rounded up to 256
+  std::uint64_t max_message = 0;
+
+  /// The channel to and from `peer` with `tag` (0 <= tag < tags).
+  GNIO_HD_INLINE struct Channel channel(int peer, int tag) const;
+};
+
+/// One (peer, tag) of a DeviceChannels: where send() goes and recv() comes from. Holds a pointer
+/// to the set it came from: use it while that set (a kernel parameter, say) lives.
+struct Channel {
+  const DeviceChannels* set = nullptr;
+  int peer = -1;
+  int tag = 0;
+};
+
+GNIO_HD_INLINE Channel DeviceChannels::channel(int peer, int tag) const {
+  return Channel{this, peer, tag};
+}
+
+/// How a recv() or try_recv() ended.
+struct Received {
+  Status status = Status::Ok;
+  bool arrived =
+      false;  ///< a whole message was taken (true exactly when status is Ok and one was there)
+  std::size_t bytes = 0;  ///< its size
+};
+
+namespace detail {
+
+inline constexpr std::uint64_t kSlotMore = 1ull << 31;
+inline constexpr std::uint64_t kSlotBytesMask = kSlotMore - 1;
+
+/// Index of (rank, tag) in the per-pair arrays.
+GNIO_HD_INLINE std::uint64_t pair_index(const Channel& c, int rank) {
+  return static_cast<std::uint64_t>(rank) * static_cast<std::uint64_t>(c.set->tags) +
+         static_cast<std::uint64_t>(c.tag);
+}
+
+/// False (and a report: InvalidArgument) for a channel that names no peer or tag of its set.
+GNIO_HD inline bool channel_valid(const Channel& c, const char* op, CallSite site) {
+  if (c.set != nullptr && c.peer >= 0 && c.peer < c.set->comm.size() && c.tag >= 0 &&
+      c.tag < c.set->tags)
+    return true;
+  if (c.set != nullptr)
+    c.set->comm.report(Status::InvalidArgument, op, c.peer, 0,
+                       static_cast<std::uint64_t>(c.set->tags), static_cast<std::uint64_t>(c.tag),
+                       Cmp::Lt, 0, site);
+  return false;
+}
+
+/// Waits (bounded) until this rank's `word` >= `value`, for the whole group; a stall report names
+/// `op` and the peer the channel waits on.
+template <class Coop>
+GNIO_HD Status wait_word(const DeviceComm& dc, SymPtr<std::uint64_t> word, std::uint64_t value,
+                         const char* op, int peer, CallSite site) {
+  const std::uint64_t* w = dc.local(word);
+  const Status st = dc.wait_until(
+      [&](std::uint64_t& seen) {
+        seen = dev::atomic_load(w, dev::Order::Acquire);
+        return seen >= value;
+      },
+      op, peer, word.offset, Cmp::Ge, value, site);
+  Coop{}.sync();
+  return st;
+}
+
+}  // namespace detail
+
+/// Sends `bytes` from `src` (memory this rank's threads can read; through the proxy, more than
+/// 256 bytes must be global memory) as one message on `ch`. Waits (bounded) while the peer's ring
+/// is full. On return `src` may be reused. Returns Ok, or the failure a report describes.
+template <class Coop = Thread>
+GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallSite site = {}) {
+  if (!detail::channel_valid(ch, "send", site)) return Status::InvalidArgument;
+  const DeviceChannels& s = *ch.set;
+  const DeviceComm& dc = s.comm;
+  const Coop g{};
+  const int me = dc.rank();
+  const std::uint64_t mine = detail::pair_index(ch, ch.peer);  // my counters for the peer
+  const std::uint64_t theirs = detail::pair_index(ch, me);     // my pair in the peer's arrays
+  std::uint64_t* sent = dc.local(s.sent + mine);
+  const char* from = static_cast<const char*>(src);
+  std::size_t at = 0;
+  std::uint64_t n = dev::atomic_load(sent, dev::Order::Relaxed);
+  do {
+    const std::size_t piece = bytes - at < s.max_message ? bytes - at : s.max_message;
+    // The slot is free once the receiver consumed the message `depth` before this one.
+    if (n + 1 > s.depth) {
+      const Status st = detail::wait_word<Coop>(dc, s.credits + mine, n + 1 - s.depth,
+                                                "send (credit)", ch.peer, site);
+      if (st != Status::Ok) return st;
+    }
+    const std::uint64_t slot = theirs * s.depth + n % s.depth;
+    const bool more = at + piece < bytes;
+    const std::uint64_t flag =
+        ((n + 1) << 32) | (more ? detail::kSlotMore : 0) | static_cast<std::uint64_t>(piece);
+    if (piece > 0)
+      dc.put_signal<Coop>(s.rings.byte_offset(slot * s.slot_bytes), from + at, piece,
+                          s.flags + slot, flag, SignalOp::Set, ch.peer, site);
+    else if (g.leader())
+      dc.signal(s.flags + slot, flag, SignalOp::Set, ch.peer, site);
+    ++n;
+    at += piece;
+  } while (at < bytes);
+  if (dc.aborted()) return dc.abort_status();
+  g.sync();  // every member read the counter before the leader moves it
+  if (g.leader()) dev::atomic_store(sent, n, dev::Order::Relaxed);
+  g.sync();
+  return Status::Ok;
+}
+
+namespace detail {
+
+/// Takes the message whose first slot is `first` (already arrived: `flag`), copying it into
+/// `dst` up to `max_bytes`; consumes every slot of it and credits the sender.
+template <class Coop>
+GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t flag, void* dst,
+                              std::size_t max_bytes, const char* op, CallSite site) {
+  const DeviceChannels& s = *ch.set;
+  const DeviceComm& dc = s.comm;
+  const Coop g{};
+  const std::uint64_t pair = pair_index(ch, ch.peer);
+  const std::uint64_t back = pair_index(ch, dc.rank());
+  Received r;
+  r.arrived = true;
+  char* to = static_cast<char*>(dst);
+  for (;;) {
+    const std::uint64_t slot = pair * s.depth + n % s.depth;
+    const std::size_t piece = static_cast<std::size_t>(flag & kSlotBytesMask);
+    // Past the buffer: nothing more is copied, and the failure is reported (which fails the
+    // communicator, as every device error does).
+    if (r.bytes + piece > max_bytes) {
+      dc.report(Status::InvalidArgument, op, ch.peer, s.rings.offset + slot * s.slot_bytes,
+                max_bytes, r.bytes + piece, Cmp::Le, 0, site);
+      r.status = Status::InvalidArgument;
+      r.arrived = false;
+      break;
+    }
+    if (piece > 0)
+      group_copy(to + r.bytes, dc.local(s.rings.byte_offset(slot * s.slot_bytes)), piece, g);
+    r.bytes += piece;
+    ++n;
+    g.sync();  // every member is done with the slot before the sender may reuse it
+    if (g.leader()) {
+      dev::atomic_store(dc.local(s.consumed + pair), n, dev::Order::Relaxed);
+      dc.signal(s.credits + back, n, SignalOp::Set, ch.peer, site);
+    }
+    if ((flag & kSlotMore) == 0) break;
+    // The next slot of the same message.
+    const std::uint64_t next = pair * s.depth + n % s.depth;
+    const Status st = wait_word<Coop>(dc, s.flags + next, (n + 1) << 32, op, ch.peer, site);
+    if (st != Status::Ok) {
+      r.status = st;
+      r.arrived = false;  // not whole
+      break;
+    }
+    flag = dev::atomic_load(dc.local(s.flags + next), dev::Order::Acquire);
+  }
+  g.sync();
+  return r;
+}
+
+}  // namespace detail
+
+/// Waits (bounded) for the next message on `ch` and copies it into `dst`. A message larger than
+/// `max_bytes` is InvalidArgument: nothing is written past `max_bytes` (whole slots that fit may
+/// be), and the report names both sizes (expected = max_bytes, seen = the size it reached); as
+/// with every device error, the communicator fails with it.
+template <class Coop = Thread>
+GNIO_HD Received recv(const Channel& ch, void* dst, std::size_t max_bytes, CallSite site = {}) {
+  Received r;
+  if (!detail::channel_valid(ch, "recv", site)) {
+    r.status = Status::InvalidArgument;
+    return r;
+  }
+  const DeviceChannels& s = *ch.set;
+  const DeviceComm& dc = s.comm;
+  const std::uint64_t pair = detail::pair_index(ch, ch.peer);
+  const std::uint64_t n = dev::atomic_load(dc.local(s.consumed + pair), dev::Order::Relaxed);
+  const std::uint64_t slot = pair * s.depth + n % s.depth;
+  r.status = detail::wait_word<Coop>(dc, s.flags + slot, (n + 1) << 32, "recv", ch.peer, site);
+  if (r.status != Status::Ok) return r;
+  const std::uint64_t flag = dev::atomic_load(dc.local(s.flags + slot), dev::Order::Acquire);
+  return detail::take_message<Coop>(ch, n, flag, dst, max_bytes, "recv", site);
+}
+
+/// recv() that does not wait for a message to start: arrived == false when none has. (Once a
+/// message of several slots has started, it waits for the rest of it.)
+template <class Coop = Thread>
+GNIO_HD Received try_recv(const Channel& ch, void* dst, std::size_t max_bytes, CallSite site = {}) {
+  Received r;
+  if (!detail::channel_valid(ch, "try_recv", site)) {
+    r.status = Status::InvalidArgument;
+    return r;
+  }
+  const DeviceChannels& s = *ch.set;
+  const DeviceComm& dc = s.comm;
+  const std::uint64_t pair = detail::pair_index(ch, ch.peer);
+  const std::uint64_t n = dev::atomic_load(dc.local(s.consumed + pair), dev::Order::Relaxed);
+  const std::uint64_t slot = pair * s.depth + n % s.depth;
+  const std::uint64_t flag = dev::atomic_load(dc.local(s.flags + slot), dev::Order::Acquire);
+  // Every member must agree: the flag may land between two members' loads.
+  if (!Coop{}.any(flag >= ((n + 1) << 32))) return r;
+  if (flag < ((n + 1) << 32)) {
+    // Another member saw it first; it has landed (flags only grow).
+    return detail::take_message<Coop>(
+        ch, n, dev::atomic_load(dc.local(s.flags + slot), dev::Order::Acquire), dst, max_bytes,
+        "try_recv", site);
+  }
+  return detail::take_message<Coop>(ch, n, flag, dst, max_bytes, "try_recv", site);
+}
+
+/// Sends `count` messages on `ch` (srcs[i], sizes[i]) one after another: as count send() calls,
+/// with the credit waits of a full ring only.
+template <class Coop = Thread>
+GNIO_HD Status send_batch(const Channel& ch, const void* const* srcs, const std::size_t* sizes,
+                          std::size_t count, CallSite site = {}) {
+  for (std::size_t i = 0; i < count; ++i)
+    if (const Status st = send<Coop>(ch, srcs[i], sizes[i], site); st != Status::Ok) return st;
+  return Status::Ok;
+}
+
+}  // namespace gnio
