@@ -75,6 +75,10 @@
 #   build-time from scratch and timed: configure, gnio + gnio-perf, then every other target (GPU
 #              tests included) into ./build-gpu; r/build-time.txt has the times, libgnio.so's size
 #              and the slowest translation units
+#   msg        gnio-perf msg (two-sided messages beside put_signal and put), p2p and through the
+#              proxy, each under its own MPS daemon (MSG_MAX, MSG_NET_MAX)
+#   mpirun     a plain `mpirun -np 2` of gnio-info --json, ping_pong and the creation benchmark
+#              (no address given: the one-host rendezvous), beside gnio-run's creation time
 #   vs-old     this build beside an older one's stripped libgnio.so.0 + gnio-perf in OLD_DIR
 #              (default .old): VS_OLD_RUNS (5) interleaved runs each of the stream allreduce,
 #              allgather and reduce_scatter (CUDA graphs, 8 B..VS_OLD_MAX=64M) and the in-kernel
@@ -480,6 +484,30 @@ run_step() {
         --new "$r/vs-old/*-new-*.json" --markdown "$r/vs-old/compare.md" \
         --title "new build vs old build, 2 ranks on one GPU under MPS"
       tail -8 "$r/vs-old-table.log" ;;
+    msg)
+      # Two-sided messages beside put_signal / put, 2 ranks on the GPU(s), each run under its own
+      # MPS daemon (one GPU: both kernels at once): p2p up to MSG_MAX (64M), through the proxy
+      # (2 nodes, tcp) up to MSG_NET_MAX (4M).
+      mkdir -p "$r/msg"
+      mps_start
+      step msg-p2p timeout 300 "$R" -n 2 -- "$P" msg -e "${MSG_MAX:-64M}" --json "$r/msg/msg-p2p.json"
+      mps_stop
+      mps_start
+      step msg-proxy env GNIO_NET=tcp timeout 300 "$R" -n 2 --nodes 2 -- "$P" msg \
+        -e "${MSG_NET_MAX:-4M}" --json "$r/msg/msg-proxy.json"
+      mps_stop
+      grep -h -E "^\[0\] +(lat|bw|rate|#)" "$r/msg-p2p.log" "$r/msg-proxy.log" ;;
+    mpirun)
+      # A plain mpirun (no MASTER_ADDR, no GNIO_BOOTSTRAP_*): the one-host rendezvous.
+      local x=()
+      [ "$(id -u)" = 0 ] && x+=(--allow-run-as-root)
+      step mpirun-info env -u MASTER_ADDR -u MASTER_PORT timeout 60 mpirun "${x[@]}" -np 2 \
+        "$B/tools/gnio-info/gnio-info" --json
+      step mpirun-ping env -u MASTER_ADDR -u MASTER_PORT timeout 60 mpirun "${x[@]}" -np 2 \
+        "$B/examples/ping_pong/ping_pong" 1000
+      step mpirun-create-time env -u MASTER_ADDR -u MASTER_PORT timeout 60 mpirun "${x[@]}" -np 2 \
+        "$B/bench/init/init_bench" 5
+      step gnio-run-create-time "$R" -n 2 -- "$B/bench/init/init_bench" 5 ;;
     *) echo "session-run.sh: unknown step '$1'" >&2; return 2 ;;
   esac
 }
