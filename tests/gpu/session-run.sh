@@ -470,9 +470,11 @@ run_step() {
           local perf=$P env_lib=()
           [ "$b" = old ] && perf=$old/gnio-perf && env_lib=(LD_LIBRARY_PATH="$old${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
           step "vs-old-coll-$b-$i" env "${env_lib[@]}" timeout 300 "$R" -n 2 -- "$perf" coll \
-            --coll allreduce,allgather,reduce_scatter -b 8 -e "${VS_OLD_MAX:-64M}" -f "${VS_OLD_F:-4}" -d f32 -o sum \
-            --inplace 0 -G 20 --json "$r/vs-old/coll-$b-$i.json"
-          step "vs-old-kernel-$b-$i" env "${env_lib[@]}" timeout 120 "$R" -n 2 -- "$perf" \
+            --coll "${VS_OLD_COLLS:-allreduce,allgather,reduce_scatter}" -b "${VS_OLD_MIN:-8}" \
+            -e "${VS_OLD_MAX:-64M}" -f "${VS_OLD_F:-4}" -d f32 -o sum --inplace 0 -G "${VS_OLD_G:-20}" \
+            ${VS_OLD_REPS:+--reps "$VS_OLD_REPS"} --json "$r/vs-old/coll-$b-$i.json"
+          [ "${VS_OLD_KERNEL:-1}" = 1 ] &&
+            step "vs-old-kernel-$b-$i" env "${env_lib[@]}" timeout 120 "$R" -n 2 -- "$perf" \
             coll-kernel -b 8 -e 64K --json "$r/vs-old/kernel-$b-$i.json"
           [ "${VS_OLD_RMA:-0}" = 1 ] &&
             step "vs-old-rma-$b-$i" env "${env_lib[@]}" timeout 120 "$R" -n 2 -- "$perf" rma \

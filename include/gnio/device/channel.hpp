@@ -92,6 +92,13 @@ GNIO_HD inline bool channel_valid(const Channel& c, const char* op, CallSite sit
   return false;
 }
 
+/// Slots consumed between two credits: half the ring (at least 1). A sender that sent n slots
+/// needs credit >= n + 1 - depth for the next; a receiver that consumed all n has credited at
+/// least n - interval + 1 >= n + 1 - depth, so the sender never waits on consumed slots.
+GNIO_HD_INLINE std::uint64_t credit_interval(const DeviceChannels& s) {
+  return s.depth > 1 ? s.depth / 2 : 1;
+}
+
 /// Waits (bounded) until this rank's `word` >= `value`, for the whole group; a stall report names
 /// `op` and the peer the channel waits on.
 template <class Coop>
@@ -146,7 +153,6 @@ GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallS
     ++n;
     at += piece;
   } while (at < bytes);
-  if (dc.aborted()) return dc.abort_status();
   g.sync();  // every member read the counter before the leader moves it
   if (g.leader()) dev::atomic_store(sent, n, dev::Order::Relaxed);
   g.sync();
@@ -187,7 +193,10 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
     g.sync();  // every member is done with the slot before the sender may reuse it
     if (g.leader()) {
       dev::atomic_store(dc.local(s.consumed + pair), n, dev::Order::Relaxed);
-      dc.signal(s.credits + back, n, SignalOp::Set, ch.peer, site);
+      // Credits go back every credit_interval() slots, not each one: a credit is a signal with a
+      // system-wide release, the costliest step of a small message. The sender still never
+      // waits on a receiver that has consumed everything (see credit_interval()).
+      if (n % credit_interval(s) == 0) dc.signal(s.credits + back, n, SignalOp::Set, ch.peer, site);
     }
     if ((flag & kSlotMore) == 0) break;
     // The next slot of the same message.
