@@ -88,10 +88,9 @@ std::size_t page_size() {
   return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
-Ring ring_of(const xsk_ring_prod& r) {
-  return Ring{r.producer, r.consumer, r.ring, r.mask};
-}
-Ring ring_of(const xsk_ring_cons& r) {
+/// A libxdp ring (producer or consumer side: the same fields) as kernels see it.
+template <class XskRing>
+Ring ring_of(const XskRing& r) {
   return Ring{r.producer, r.consumer, r.ring, r.mask};
 }
 
@@ -158,7 +157,8 @@ struct Port::Impl {
   // AF_PACKET: the socket, and rings of the same layout in host memory the device reaches.
   int packet_fd = -1;
   void* soft_rings = nullptr;
-  mutable std::uint64_t packet_drops = 0;  // PACKET_STATISTICS resets on each read
+  // PACKET_STATISTICS resets on each read: the total of the reads (stats() may run on any thread).
+  mutable std::atomic<std::uint64_t> packet_drops{0};
   // The rings kernels use (either kind).
   Ring fill, completion, rx, tx;
   std::uint32_t* words = nullptr;  // host-mapped: [0] stop (the host writes it, kernels read it)
@@ -501,8 +501,9 @@ PortStats Port::stats() const {
     tpacket_stats t{};  // counts since the last read: the port's figures are totals, so add up
     socklen_t len = sizeof(t);
     if (::getsockopt(m.packet_fd, SOL_PACKET, PACKET_STATISTICS, &t, &len) == 0)
-      m.packet_drops += t.tp_drops;
-    s.rx_dropped = m.packet_drops;
+      s.rx_dropped = m.packet_drops.fetch_add(t.tp_drops, std::memory_order_relaxed) + t.tp_drops;
+    else
+      s.rx_dropped = m.packet_drops.load(std::memory_order_relaxed);
   }
   return s;
 }

@@ -103,6 +103,11 @@ inline bool well_formed(const Delivery& d) {
          (!d.done || reinterpret_cast<std::uintptr_t>(d.done) % 8 == 0);
 }
 
+/// Throws InvalidArgument, naming `who` and the first bad entry, unless `count` is at most
+/// kMaxDeliveryBatch and every delivery is well formed and carries at most
+/// kMaxBatchedDeliveryBytes (what every backend's deliver_batch() requires).
+void require_deliverable_batch(const Delivery* d, std::size_t count, const char* who);
+
 class Backend {
  public:
   virtual ~Backend() = default;

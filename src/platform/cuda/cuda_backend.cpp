@@ -1005,14 +1005,8 @@ void CudaBackend::deliver(const Delivery& d, StreamRef s) {
 
 void CudaBackend::deliver_batch(const Delivery* d, std::size_t count, StreamRef s) {
   cudaStream_t stream = cuda_stream(s, device_);
-  GNIO_REQUIRE(count <= kMaxDeliveryBatch, "deliver_batch on GPU %d: %zu deliveries (at most %zu)",
-               device_, count, kMaxDeliveryBatch);
-  for (std::size_t i = 0; i < count; ++i)
-    GNIO_REQUIRE(well_formed(d[i]) && d[i].bytes <= kMaxBatchedDeliveryBytes,
-                 "deliver_batch on GPU %d: bad delivery %zu (%zu bytes %p -> %p, signal word %p, "
-                 "mark word %p)",
-                 device_, i, d[i].bytes, d[i].src, d[i].dst, static_cast<void*>(d[i].word),
-                 static_cast<void*>(d[i].done));
+  const std::string who = "deliver_batch on GPU " + std::to_string(device_);
+  require_deliverable_batch(d, count, who.c_str());
   if (count == 0) return;
   ScopedDevice guard(device_);
   GNIO_CUDA_CHECK(device_, launch_deliver_batch_kernel(d, count, stream),

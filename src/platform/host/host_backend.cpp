@@ -356,15 +356,7 @@ void HostBackend::deliver(const Delivery& d, StreamRef s) {
 
 void HostBackend::deliver_batch(const Delivery* d, std::size_t count, StreamRef s) {
   detail::HostStream* stream = host_stream(s, "deliver_batch");
-  GNIO_REQUIRE(count <= kMaxDeliveryBatch,
-               "host backend deliver_batch: %zu deliveries (at most %zu)", count,
-               kMaxDeliveryBatch);
-  for (std::size_t i = 0; i < count; ++i)
-    GNIO_REQUIRE(well_formed(d[i]) && d[i].bytes <= kMaxBatchedDeliveryBytes,
-                 "host backend deliver_batch: bad delivery %zu (%zu bytes %p -> %p, signal word "
-                 "%p, mark word %p)",
-                 i, d[i].bytes, d[i].src, d[i].dst, static_cast<void*>(d[i].word),
-                 static_cast<void*>(d[i].done));
+  require_deliverable_batch(d, count, "host backend deliver_batch");
   // The same phases as the cuda backend's kernel: data, signals in order, marks.
   stream->enqueue_function(
       [batch = std::vector<Delivery>(d, d + count)] {
