@@ -215,52 +215,51 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
 
 }  // namespace detail
 
+namespace detail {
+
+/// recv() and try_recv(): `wait` says whether to wait for the next message to start.
+template <class Coop>
+GNIO_HD Received receive(const Channel& ch, void* dst, std::size_t max_bytes, bool wait,
+                         const char* op, CallSite site) {
+  Received r;
+  if (!channel_valid(ch, op, site)) {
+    r.status = Status::InvalidArgument;
+    return r;
+  }
+  const DeviceChannels& s = *ch.set;
+  const DeviceComm& dc = s.comm;
+  const std::uint64_t pair = pair_index(ch, ch.peer);
+  const std::uint64_t n = dev::atomic_load(dc.local(s.consumed + pair), dev::Order::Relaxed);
+  const SymPtr<std::uint64_t> flag_word = s.flags + (pair * s.depth + n % s.depth);
+  const std::uint64_t first = (n + 1) << 32;  // the flag value of message n's first slot
+  if (wait) {
+    r.status = wait_word<Coop>(dc, flag_word, first, op, ch.peer, site);
+    if (r.status != Status::Ok) return r;
+  } else if (!Coop{}.any(dev::atomic_load(dc.local(flag_word), dev::Order::Acquire) >= first)) {
+    // Every member agreed nothing is there (the flag may land between two members' loads: any()
+    // makes them agree; one that saw it late reads it again below, flags only grow).
+    return r;
+  }
+  const std::uint64_t flag = dev::atomic_load(dc.local(flag_word), dev::Order::Acquire);
+  return take_message<Coop>(ch, n, flag, dst, max_bytes, op, site);
+}
+
+}  // namespace detail
+
 /// Waits (bounded) for the next message on `ch` and copies it into `dst`. A message larger than
 /// `max_bytes` is InvalidArgument: nothing is written past `max_bytes` (whole slots that fit may
 /// be), and the report names both sizes (expected = max_bytes, seen = the size it reached); as
 /// with every device error, the communicator fails with it.
 template <class Coop = Thread>
 GNIO_HD Received recv(const Channel& ch, void* dst, std::size_t max_bytes, CallSite site = {}) {
-  Received r;
-  if (!detail::channel_valid(ch, "recv", site)) {
-    r.status = Status::InvalidArgument;
-    return r;
-  }
-  const DeviceChannels& s = *ch.set;
-  const DeviceComm& dc = s.comm;
-  const std::uint64_t pair = detail::pair_index(ch, ch.peer);
-  const std::uint64_t n = dev::atomic_load(dc.local(s.consumed + pair), dev::Order::Relaxed);
-  const std::uint64_t slot = pair * s.depth + n % s.depth;
-  r.status = detail::wait_word<Coop>(dc, s.flags + slot, (n + 1) << 32, "recv", ch.peer, site);
-  if (r.status != Status::Ok) return r;
-  const std::uint64_t flag = dev::atomic_load(dc.local(s.flags + slot), dev::Order::Acquire);
-  return detail::take_message<Coop>(ch, n, flag, dst, max_bytes, "recv", site);
+  return detail::receive<Coop>(ch, dst, max_bytes, true, "recv", site);
 }
 
 /// recv() that does not wait for a message to start: arrived == false when none has. (Once a
 /// message of several slots has started, it waits for the rest of it.)
 template <class Coop = Thread>
 GNIO_HD Received try_recv(const Channel& ch, void* dst, std::size_t max_bytes, CallSite site = {}) {
-  Received r;
-  if (!detail::channel_valid(ch, "try_recv", site)) {
-    r.status = Status::InvalidArgument;
-    return r;
-  }
-  const DeviceChannels& s = *ch.set;
-  const DeviceComm& dc = s.comm;
-  const std::uint64_t pair = detail::pair_index(ch, ch.peer);
-  const std::uint64_t n = dev::atomic_load(dc.local(s.consumed + pair), dev::Order::Relaxed);
-  const std::uint64_t slot = pair * s.depth + n % s.depth;
-  const std::uint64_t flag = dev::atomic_load(dc.local(s.flags + slot), dev::Order::Acquire);
-  // Every member must agree: the flag may land between two members' loads.
-  if (!Coop{}.any(flag >= ((n + 1) << 32))) return r;
-  if (flag < ((n + 1) << 32)) {
-    // Another member saw it first; it has landed (flags only grow).
-    return detail::take_message<Coop>(
-        ch, n, dev::atomic_load(dc.local(s.flags + slot), dev::Order::Acquire), dst, max_bytes,
-        "try_recv", site);
-  }
-  return detail::take_message<Coop>(ch, n, flag, dst, max_bytes, "try_recv", site);
+  return detail::receive<Coop>(ch, dst, max_bytes, false, "try_recv", site);
 }
 
 /// Sends `count` messages on `ch` (srcs[i], sizes[i]) one after another: as count send() calls,
