@@ -531,6 +531,12 @@ void Comm::free_bytes(SymPtr<char> p) {
       static_cast<unsigned long long>(p.offset));
   impl_->record(detail::host_op(detail::FlightEvent::Free, impl_->heap->allocation_size(p.offset)));
   impl_->backend->device_synchronize();
+  // A kernel can end with its operations still in the proxy's hands (a credit signal, say): they
+  // must land before any rank frees, or they land in whatever is allocated there next.
+  if (impl_->proxy && !impl_->proxy->drain())
+    fail(ErrorClass::Timeout,
+         "free: operations this rank's kernels posted through the proxy were not acknowledged by "
+         "their targets within the timeout; nothing was freed");
   impl_->bootstrap->barrier();
   impl_->heap->free(p.offset);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <xdp/xsk.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdarg>
@@ -330,6 +331,13 @@ void Port::Impl::open_packet() {
     fail_errno("eth::Port: binding an AF_PACKET socket to %s", options.interface.c_str());
   const int one = 1;  // not our own transmissions back as receptions (Linux 4.20+)
   (void)::setsockopt(packet_fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+  // The socket buffers what arrives while the copying thread is descheduled; Linux's default
+  // (about 200 KiB: some 300 small frames) drops bursts on a loaded machine. Room for two rings
+  // of full frames, past rmem_max where CAP_NET_ADMIN allows.
+  const int buffer_bytes = static_cast<int>(
+      std::min<std::size_t>(std::size_t{options.frames} * options.frame_size * 2, 64u << 20));
+  if (::setsockopt(packet_fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0)
+    (void)::setsockopt(packet_fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
   // Four rings in one host-mapped block, each: producer and consumer on lines of their own, then
   // the entries (the layout kernels expect from AF_XDP).
   const std::uint32_t entries = options.frames / 2;

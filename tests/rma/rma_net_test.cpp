@@ -139,6 +139,44 @@ GNIO_KERNEL_TEST(Net, QuietCompletesEveryPut) {
   c.free(dst);
 }
 
+/// A kernel that ends with a large put_nbi still in the proxy's hands (no quiet), then free() on
+/// both ranks: free() must let the put land first, or it lands in the next allocation at that
+/// address. Rank 1 poisons the new allocation's last 64 KiB (what a late put writes last) and
+/// checks that nothing wrote there.
+GNIO_KERNEL_TEST(Net, FreeLetsOperationsInFlightLand) {
+  gnio::Comm& c = comm();
+  constexpr std::size_t kBytes = 16u << 20;
+  SymPtr<std::uint8_t> dst = c.alloc<std::uint8_t>(kBytes);
+  auto* src = static_cast<std::uint8_t*>(c.alloc_device(kBytes));
+  std::vector<std::uint8_t> host(kBytes);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = pattern_byte(0, i, 5);
+  gnio_test::to_device(src, host.data(), host.size());
+  c.bootstrap().barrier();
+  if (c.rank() == 0) {
+    DeviceComm dc = c.device_comm();
+    gnio::launch(stream(), {.grid = 1, .block = 1},
+                 [=] GNIO_HD() { dc.put_nbi(dst, src, kBytes, 1); });
+    c.synchronize(stream());
+  }
+  const std::uint64_t first_offset = dst.offset;
+  c.free(dst);
+  SymPtr<std::uint8_t> next = c.alloc<std::uint8_t>(kBytes);
+  EXPECT_EQ(next.offset, first_offset) << "the test needs the same address handed out again";
+  constexpr std::size_t kTail = 64u << 10;
+  std::vector<std::uint8_t> poison(kTail, kPoison);
+  if (c.rank() == 1) gnio_test::to_device(c.local(next) + kBytes - kTail, poison.data(), kTail);
+  c.bootstrap().barrier();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (c.rank() == 1) {
+    std::vector<std::uint8_t> got(kTail);
+    gnio_test::to_host(got.data(), c.local(next) + kBytes - kTail, kTail);
+    EXPECT_EQ(gnio_test::count_wrong(got, poison, "the allocation after free"), 0u);
+  }
+  c.bootstrap().barrier();
+  c.free_device(src);
+  c.free(next);
+}
+
 /// put_nbi, fence, signal: the receiver that sees the signal sees the data.
 GNIO_KERNEL_TEST(Net, FenceOrdersPutBeforeSignal) {
   gnio::Comm& c = comm();
