@@ -73,10 +73,11 @@ struct LaunchInfo {
 ///     SLURM_STEP_TASKS_PER_NODE (with SLURM_NODEID; "2(x3),1" forms are understood) or a plain
 ///     SLURM_NTASKS_PER_NODE;
 ///  4. PMI (MPICH/Hydra, Intel MPI): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS.
-/// Open MPI, Slurm and PMI do not publish a rendezvous address: when every rank runs on one host
-/// from_env() meets on the loopback by itself (docs/guide/launching.md); across hosts set
-/// MASTER_ADDR (or GNIO_BOOTSTRAP_ADDR) to rank 0's host and GNIO_BOOTSTRAP_PORT (or MASTER_PORT)
-/// to a free port there. This function only reports them.
+/// Open MPI, Slurm and PMI do not publish a rendezvous address: from_env() meets through the
+/// launcher's PMIx server when there is one (any number of hosts), else on the loopback when every
+/// rank runs on one host (docs/guide/launching.md); otherwise set MASTER_ADDR (or
+/// GNIO_BOOTSTRAP_ADDR) to rank 0's host and GNIO_BOOTSTRAP_PORT (or MASTER_PORT) to a free port
+/// there. This function only reports them.
 /// Throws Error(InvalidArgument) naming the variable when none of the sources is present, a value
 /// is not an integer, or values are inconsistent (rank >= size, negative, local rank >= local
 /// size, a port outside 1..65535).
@@ -115,8 +116,10 @@ class Bootstrap {
   /// by rank 0 itself. The job token is GNIO_JOB_TOKEN (hex, set by gnio-run) or else derived from
   /// the launcher's job id (TORCHELASTIC_RUN_ID, SLURM_JOB_ID + SLURM_STEP_ID,
   /// OMPI_MCA_orte_ess_jobid / PMIX_NAMESPACE) and the root address. An Open MPI, Slurm or PMI
-  /// job without an address whose ranks all run on this host meets on the loopback through a
-  /// rendezvous file (GNIO_RENDEZVOUS_DIR; docs/guide/launching.md). Collective.
+  /// job without an address meets through the launcher's PMIx server (PMIX_NAMESPACE set; rank 0
+  /// publishes the root's address, all fence, the others read it), else, when its ranks all run
+  /// on this host, on the loopback through a rendezvous file (GNIO_RENDEZVOUS_DIR;
+  /// docs/guide/launching.md). Collective.
   static std::unique_ptr<Bootstrap> from_env();
 
   /// This process's rank.

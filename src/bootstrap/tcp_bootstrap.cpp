@@ -14,6 +14,7 @@
 #include "base/fail.hpp"
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/local_rendezvous.hpp"
+#include "bootstrap/pmix_rendezvous.hpp"
 #include "gnio/config.hpp"
 #include "gnio/log.hpp"
 
@@ -758,6 +759,22 @@ std::unique_ptr<Bootstrap> Bootstrap::from_env() {
   // Every rank on this host and no address given (a plain mpirun or srun on one machine): meet on
   // the loopback, the port set or published in a file named after the job.
   const bool one_host = info.local_size == info.size;
+  // A PMIx launcher (mpirun, srun --mpi=pmix) and no address given: meet through its server, on
+  // any number of hosts.
+  if (info.root_host.empty() && info.root_port <= 0 && !launcher_has_master &&
+      bootstrap::pmix_launched()) {
+    const std::string unavailable = bootstrap::pmix_unavailable_reason();
+    if (unavailable.empty())
+      return bootstrap::join_through_pmix(info, bootstrap::job_token_from_env(info));
+    if (!one_host)
+      fail(ErrorClass::InvalidArgument,
+           "Bootstrap::from_env: %s started this job through PMIx across hosts, but %s: set "
+           "MASTER_ADDR (or GNIO_BOOTSTRAP_ADDR) to the host of rank 0 and GNIO_BOOTSTRAP_PORT "
+           "(or MASTER_PORT) to a free port there, for every rank",
+           info.source.c_str(), unavailable.c_str());
+    GNIO_INFO(Bootstrap, "PMIx rendezvous unavailable (%s): meeting through a file on this host",
+              unavailable.c_str());
+  }
   if (info.root_host.empty() && !launcher_has_master && one_host) {
     if (info.root_port > 0) {
       info.root_host = "127.0.0.1";

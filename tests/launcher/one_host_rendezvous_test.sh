@@ -3,7 +3,6 @@
 # MASTER_ADDR or any GNIO_BOOTSTRAP_* variable: they must meet on their own (the rendezvous file
 # of src/bootstrap/local_rendezvous.hpp), ignore a file a dead job left, say clearly why they
 # cannot meet when nothing names the job, and time out naming the file when rank 0 never comes.
-# With a real mpirun on PATH the same runs through it.
 #
 #   one_host_rendezvous_test.sh GNIO_INFO GNIO_PERF
 set -uo pipefail
@@ -85,15 +84,7 @@ env $(ompi 1 2 999) GNIO_BOOTSTRAP_TIMEOUT=2 timeout 30 "$info" --json >"$tmp/ou
 check "rank 0 missing: Timeout naming the rendezvous file" grep -q "gnio-rendezvous-" "$tmp/out.y" "$tmp/err.y"
 check "rank 0 missing: within the bootstrap timeout" test $((SECONDS - start)) -lt 15
 
-if command -v mpirun >/dev/null; then
-  extra=()
-  [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
-  mpirun "${extra[@]}" --oversubscribe -np 3 -x GNIO_BACKEND -x GNIO_RENDEZVOUS_DIR \
-    timeout 60 "$info" --json >"$tmp/mpirun.out" 2>"$tmp/mpirun.err"
-  check "mpirun -np 3 gnio-info --json" test "$(grep -c '"launcher":"openmpi"' "$tmp/mpirun.out")" = 3
-else
-  echo "(no mpirun on PATH: the real launcher's run is skipped)"
-fi
+# A real mpirun meets through its PMIx server instead: tests/launcher/mpirun_test.sh.
 
 if [ "$failures" -gt 0 ]; then
   for f in "$tmp"/err.*; do echo "== $f"; tail -5 "$f"; done

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/pmix_rendezvous.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/config.hpp"
 #include "gnio/error.hpp"
@@ -141,6 +142,9 @@ int main(int argc, char** argv) {
   }
   std::vector<gnio::platform::CudaDeviceInfo> gpus = gnio::platform::cuda_devices();
   const std::string eth_availability = gnio::eth::availability();
+  // Whether a plain mpirun/srun across hosts can meet without an address.
+  std::string pmix = gnio::bootstrap::pmix_unavailable_reason();
+  if (pmix.empty()) pmix = "available (libpmix.so.2 loadable)";
   const std::vector<gnio::eth::InterfaceInfo> eth_interfaces = gnio::eth::interfaces();
   gnio::platform::CudaVersions cv = gnio::platform::cuda_versions();
 
@@ -191,6 +195,7 @@ int main(int argc, char** argv) {
     j.str("tcp", "built in");
     j.str("ucx", ucx);
     j.close('}');
+    j.str("pmix_rendezvous", pmix);
     j.open("eth", '{');
     j.str("availability", eth_availability);
     j.open("interfaces", '[');
@@ -282,6 +287,7 @@ int main(int argc, char** argv) {
   if (build.cuda_backend)
     std::printf("  CUDA driver %d.%d, runtime %d.%d\n", cv.driver / 1000, (cv.driver % 1000) / 10,
                 cv.runtime / 1000, (cv.runtime % 1000) / 10);
+  std::printf("  PMIx rendezvous (mpirun/srun without an address): %s\n", pmix.c_str());
   std::printf("  packet I/O: %s\n", eth_availability.c_str());
   for (const auto& i : eth_interfaces)
     std::printf("    %s: %s, %s, MTU %u, %u RX / %u TX queues, driver %s (%s)\n", i.name.c_str(),
