@@ -5,9 +5,10 @@ set -euo pipefail
 # clang and libclang-rt-dev: the libFuzzer targets (tests/fuzz) that scripts/test.sh runs briefly;
 # libucx-dev: the ucx network backend (GNIO_NET=ucx); libxdp-dev, libbpf-dev: packet I/O
 # (eth::Port over AF_XDP); iputils-ping: the packet-I/O samples' tests; openmpi-bin,
-# libopenmpi-dev, libpmix-dev: plain mpirun launches (PMIx rendezvous) and gnio/mpi.hpp's test.
+# libopenmpi-dev, libpmix-dev: plain mpirun launches (PMIx rendezvous) and gnio/mpi.hpp's test;
+# python3-venv: the Python package's stage (pip install . into a virtual environment).
 packages=(cmake ninja-build g++ make pkg-config git python3 libgtest-dev iproute2 clang libclang-rt-dev libucx-dev
-  libxdp-dev libbpf-dev iputils-ping openmpi-bin libopenmpi-dev libpmix-dev)
+  libxdp-dev libbpf-dev iputils-ping openmpi-bin libopenmpi-dev libpmix-dev python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command: installs what is missing, builds gnio with warnings as errors,
-# runs the whole test suite, the libFuzzer targets briefly, then the ThreadSanitizer and
+# runs the whole test suite, the Python package's suite (pip install . in a virtual
+# environment), the libFuzzer targets briefly, then the ThreadSanitizer and
 # AddressSanitizer+UBSan builds of the host-backend suite. Exits non-zero on any failure. Logs go
 # to build*/Testing (fuzzers: build-fuzz/*.log). Ends with a table of every stage's wall time.
 #   scripts/test.sh            everything
@@ -86,7 +87,33 @@ run_fuzzers() {  # libFuzzer over every network decoder, FUZZ_SECONDS (default 2
   done
   return "$rc"
 }
+# The Python package as a user installs it: `pip install .` into a fresh virtual environment
+# (host backend: the cuda-compile stage keeps the CUDA build compiling), then the pytest suite on
+# 2 and 3 ranks and the README's snippet, each under gnio-run.
+run_python() {
+  local venv=$root/build-python/venv snippet
+  python3 -m venv "$venv" || return 1
+  "$venv/bin/pip" install -q --upgrade pip >/dev/null || return 1
+  GNIO_CUDA=OFF "$venv/bin/pip" install -q "$root[test]" || return 1
+  snippet=$(mktemp)
+  cat >"$snippet" <<'PY'
+import numpy as np, gnio
+comm = gnio.Comm.from_env()
+x = np.full(1024, comm.rank + 1, dtype=np.float32)
+comm.all_reduce(x)
+assert (x == comm.size * (comm.size + 1) / 2).all()
+PY
+  local rc=0 n
+  for n in 2 3; do
+    (cd "$root" && GNIO_BACKEND=host "$venv/bin/gnio-run" -n "$n" --timeout 300 -- \
+      "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests) || rc=1
+  done
+  GNIO_BACKEND=host "$venv/bin/gnio-run" -n 2 --timeout 120 -- "$venv/bin/python" "$snippet" || rc=1
+  rm -f "$snippet"
+  return "$rc"
+}
 if [ "$quick" = 0 ]; then
+  stage python run_python
   stage fuzz run_fuzzers
   stage tsan-build "$root/scripts/build.sh" "$root/build-tsan" -DGNIO_SANITIZE=thread \
       -DGNIO_WERROR=ON -DGNIO_BUILD_EXAMPLES=OFF
@@ -96,7 +123,9 @@ if [ "$quick" = 0 ]; then
     stage tsan-tests run_suite "$root/build-tsan" -LE "gpu|nosan"
   stage asan-build "$root/scripts/build.sh" "$root/build-asan" -DGNIO_SANITIZE=address \
       -DGNIO_WERROR=ON -DGNIO_BUILD_EXAMPLES=OFF
+  # tests/lsan.supp: leaks of third-party libraries only (libpmix, Open MPI).
   ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" \
+    LSAN_OPTIONS="suppressions=$root/tests/lsan.supp" \
     stage asan-tests run_suite "$root/build-asan" -LE "gpu|nosan"
 fi
 if ((${#failed[@]})); then

@@ -1,0 +1,336 @@
+// gnio._gnio: the C++ side of the Python package (nanobind). It holds the communicator and turns
+// DLPack arrays (NumPy on the host backend; torch/CuPy tensors on GPUs) into gnio calls; the
+// Python layer (python/gnio/__init__.py) gives the public names, defaults and docstrings.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gnio/bootstrap.hpp"
+#include "gnio/coll.hpp"
+#include "gnio/comm.hpp"
+#include "gnio/error.hpp"
+#include "gnio/version.hpp"
+
+namespace nb = nanobind;
+
+namespace {
+
+using gnio::Error;
+using gnio::ErrorClass;
+using Array = nb::ndarray<>;
+
+[[noreturn]] void invalid(const std::string& what) {
+  throw Error(ErrorClass::InvalidArgument, what);
+}
+
+/// The gnio DataType of a DLPack dtype, or InvalidArgument naming the ones gnio has.
+gnio::DataType data_type(const Array& a, const char* what) {
+  const nb::dlpack::dtype t = a.dtype();
+  using Code = nb::dlpack::dtype_code;
+  if (t.lanes == 1) {
+    const auto code = static_cast<Code>(t.code);
+    if (code == Code::Float && t.bits == 32) return gnio::DataType::F32;
+    if (code == Code::Float && t.bits == 64) return gnio::DataType::F64;
+    if (code == Code::Float && t.bits == 16) return gnio::DataType::F16;
+    if (code == Code::Bfloat && t.bits == 16) return gnio::DataType::BF16;
+    if (code == Code::Int && t.bits == 32) return gnio::DataType::I32;
+    if (code == Code::Int && t.bits == 64) return gnio::DataType::I64;
+    if (code == Code::UInt && t.bits == 8) return gnio::DataType::U8;
+  }
+  invalid(std::string(what) +
+          ": element type not supported (gnio has float32, float64, float16, bfloat16, int32, "
+          "int64, uint8)");
+}
+
+gnio::RedOp red_op(const std::string& op) {
+  if (op == "sum") return gnio::RedOp::Sum;
+  if (op == "prod") return gnio::RedOp::Prod;
+  if (op == "min") return gnio::RedOp::Min;
+  if (op == "max") return gnio::RedOp::Max;
+  if (op == "band") return gnio::RedOp::BitAnd;
+  if (op == "bor") return gnio::RedOp::BitOr;
+  if (op == "bxor") return gnio::RedOp::BitXor;
+  invalid("op '" + op + "' is not one of sum, prod, min, max, band, bor, bxor");
+}
+
+/// True when `a` is laid out densely in row-major order (DLPack strides in elements).
+bool contiguous(const Array& a) {
+  if (a.stride_ptr() == nullptr) return true;
+  std::int64_t expected = 1;
+  for (std::size_t d = a.ndim(); d-- > 0;) {
+    if (a.shape(d) != 1 && a.stride(d) != expected) return false;
+    expected *= static_cast<std::int64_t>(a.shape(d));
+  }
+  return true;
+}
+
+/// A communicator with its own stream, the symmetric buffers handed out and how many of them
+/// Python still references.
+class PyComm {
+ public:
+  explicit PyComm(gnio::Comm comm) : comm_(std::move(comm)), live_(std::make_shared<int>(0)) {
+    stream_ = std::make_unique<gnio::Stream>(*comm_);
+  }
+
+  gnio::Comm& comm() {
+    if (!comm_) invalid("the communicator is closed");
+    return *comm_;
+  }
+  bool closed() const { return !comm_.has_value(); }
+
+  /// Destroys the communicator (collective). Refused while Python holds symmetric buffers: their
+  /// memory goes with it.
+  void close() {
+    if (!comm_) return;
+    if (*live_ > 0)
+      invalid("close: " + std::to_string(*live_) +
+              " symmetric buffer(s) from empty()/zeros() are still referenced; their memory ends "
+              "with the communicator: del them first");
+    comm_->synchronize(*stream_);
+    for (gnio::SymPtr<char> p : buffers_) comm_->free_bytes(p);
+    buffers_.clear();
+    stream_.reset();
+    comm_.reset();
+  }
+
+  void abort() {
+    if (comm_) comm_->abort();
+  }
+
+  /// Checks an array argument for a collective: on this rank's backend, dense, and returns its
+  /// address and element count.
+  void* address(const Array& a, const char* what) {
+    const bool host = comm().backend() == gnio::Backend::Host;
+    const int device = a.device_type();
+    if (host && device != nb::device::cpu::value)
+      invalid(std::string(what) + ": the host backend takes host arrays (NumPy), not device " +
+              std::to_string(device) + " memory");
+    if (!host && device != nb::device::cuda::value)
+      invalid(std::string(what) + ": the cuda backend takes CUDA device arrays (torch, CuPy)");
+    if (!contiguous(a)) invalid(std::string(what) + ": the array must be C-contiguous");
+    return a.data();
+  }
+
+  /// The stream a call runs on: the given CUDA stream (an integer handle), else this
+  /// communicator's own stream, which the call then waits for (eager).
+  template <class Call>
+  void on_stream(std::uintptr_t stream, Call&& call) {
+    gnio::Comm& c = comm();
+    if (stream != 0) {
+      if (c.backend() == gnio::Backend::Host)
+        invalid("stream: the host backend has no CUDA streams (leave stream=0)");
+      call(gnio::StreamRef(reinterpret_cast<CUstream_st*>(stream)));
+      return;
+    }
+    call(gnio::StreamRef(*stream_));
+    c.synchronize(*stream_);
+  }
+
+  void all_reduce(const Array& x, const Array& out, const std::string& op, std::uintptr_t stream) {
+    const gnio::DataType t = same_type(x, out, "all_reduce");
+    if (out.size() != x.size()) invalid("all_reduce: out must have as many elements as x");
+    const gnio::RedOp r = red_op(op);
+    void* send = address(x, "all_reduce: x");
+    void* recv = address(out, "all_reduce: out");
+    on_stream(stream,
+              [&](gnio::StreamRef s) { gnio::allreduce(comm(), send, recv, x.size(), t, r, s); });
+  }
+
+  void all_gather(const Array& x, const Array& out, std::uintptr_t stream) {
+    const gnio::DataType t = same_type(x, out, "all_gather");
+    if (out.size() != x.size() * static_cast<std::size_t>(comm().size()))
+      invalid("all_gather: out must have size x size elements (" +
+              std::to_string(x.size() * static_cast<std::size_t>(comm().size())) + "), not " +
+              std::to_string(out.size()));
+    void* send = address(x, "all_gather: x");
+    void* recv = address(out, "all_gather: out");
+    on_stream(stream,
+              [&](gnio::StreamRef s) { gnio::allgather(comm(), send, recv, x.size(), t, s); });
+  }
+
+  void reduce_scatter(const Array& x, const Array& out, const std::string& op,
+                      std::uintptr_t stream) {
+    const gnio::DataType t = same_type(x, out, "reduce_scatter");
+    if (x.size() != out.size() * static_cast<std::size_t>(comm().size()))
+      invalid("reduce_scatter: x must have size x out elements (" +
+              std::to_string(out.size() * static_cast<std::size_t>(comm().size())) + "), not " +
+              std::to_string(x.size()));
+    const gnio::RedOp r = red_op(op);
+    void* send = address(x, "reduce_scatter: x");
+    void* recv = address(out, "reduce_scatter: out");
+    on_stream(stream, [&](gnio::StreamRef s) {
+      gnio::reduce_scatter(comm(), send, recv, out.size(), t, r, s);
+    });
+  }
+
+  void broadcast(const Array& x, int root, std::uintptr_t stream) {
+    const gnio::DataType t = data_type(x, "broadcast");
+    void* buf = address(x, "broadcast: x");
+    on_stream(stream,
+              [&](gnio::StreamRef s) { gnio::broadcast(comm(), buf, buf, x.size(), t, root, s); });
+  }
+
+  void reduce(const Array& x, const Array& out, int root, const std::string& op,
+              std::uintptr_t stream) {
+    const gnio::DataType t = same_type(x, out, "reduce");
+    if (out.size() != x.size()) invalid("reduce: out must have as many elements as x");
+    const gnio::RedOp r = red_op(op);
+    void* send = address(x, "reduce: x");
+    void* recv = address(out, "reduce: out");
+    on_stream(stream, [&](gnio::StreamRef s) {
+      gnio::reduce(comm(), send, recv, x.size(), t, r, root, s);
+    });
+  }
+
+  void all_to_all(const Array& x, const Array& out, std::uintptr_t stream) {
+    const gnio::DataType t = same_type(x, out, "all_to_all");
+    const std::size_t n = static_cast<std::size_t>(comm().size());
+    if (out.size() != x.size() || x.size() % n != 0)
+      invalid("all_to_all: x and out must have the same number of elements, a multiple of size (" +
+              std::to_string(n) + ")");
+    void* send = address(x, "all_to_all: x");
+    void* recv = address(out, "all_to_all: out");
+    if (send == recv) invalid("all_to_all: out must not be x (the exchange is not in place)");
+    on_stream(stream,
+              [&](gnio::StreamRef s) { gnio::alltoall(comm(), send, recv, x.size() / n, t, s); });
+  }
+
+  void barrier() {
+    comm().synchronize(*stream_);
+    comm().bootstrap().barrier();
+  }
+
+  /// A symmetric buffer of `bytes` as a flat uint8 array over this rank's copy; the Python layer
+  /// views it with the asked shape and dtype.
+  nb::object empty(std::size_t bytes, bool zero) {
+    gnio::Comm& c = comm();
+    gnio::SymPtr<char> p = c.alloc_bytes(bytes == 0 ? 1 : bytes);
+    buffers_.push_back(p);
+    void* local = c.local_address(p);
+    if (zero) {
+      c.fill(local, 0, bytes, *stream_);
+      c.synchronize(*stream_);
+    }
+    return wrap(local, bytes);
+  }
+
+  /// Rank `peer`'s copy of the symmetric buffer whose local copy starts at `local` (bytes long),
+  /// or None when that peer's memory is not mapped here (another node).
+  nb::object peer(std::uintptr_t local, std::size_t bytes, int peer_rank) {
+    gnio::Comm& c = comm();
+    for (gnio::SymPtr<char> p : buffers_) {
+      if (reinterpret_cast<std::uintptr_t>(c.local_address(p)) != local) continue;
+      void* there = c.peer_address(p, peer_rank);
+      if (there == nullptr) return nb::none();
+      return wrap(there, bytes);
+    }
+    invalid("peer: the buffer is not one of this communicator's empty()/zeros() buffers");
+  }
+
+  /// This rank's DeviceComm as bytes (what a custom kernel takes by value).
+  nb::bytes device_comm() {
+    const gnio::DeviceComm dc = comm().device_comm();
+    return nb::bytes(reinterpret_cast<const char*>(&dc), sizeof(dc));
+  }
+
+ private:
+  gnio::DataType same_type(const Array& x, const Array& out, const char* what) {
+    const gnio::DataType t = data_type(x, what);
+    if (data_type(out, what) != t) invalid(std::string(what) + ": x and out differ in dtype");
+    return t;
+  }
+
+  nb::object wrap(void* at, std::size_t bytes) {
+    std::shared_ptr<int> live = live_;
+    ++*live;
+    auto* holder = new std::shared_ptr<int>(live);
+    nb::capsule owner(holder, [](void* h) noexcept {
+      auto* l = static_cast<std::shared_ptr<int>*>(h);
+      --**l;
+      delete l;
+    });
+    const std::size_t shape[1] = {bytes};
+    if (comm().backend() == gnio::Backend::Host)
+      return nb::cast(nb::ndarray<nb::numpy, std::uint8_t>(at, 1, shape, owner));
+    return nb::cast(nb::ndarray<std::uint8_t>(at, 1, shape, owner, nullptr,
+                                              nb::dtype<std::uint8_t>(), nb::device::cuda::value,
+                                              comm().device()));
+  }
+
+  std::optional<gnio::Comm> comm_;
+  std::unique_ptr<gnio::Stream> stream_;
+  std::vector<gnio::SymPtr<char>> buffers_;
+  std::shared_ptr<int> live_;
+};
+
+}  // namespace
+
+NB_MODULE(_gnio, m) {
+  m.doc() = "gnio's C++ side; use the gnio package.";
+  m.attr("__version__") = gnio::version_string();
+
+  // gnio::Error -> the gnio.<class> exception defined in gnio/_errors.py.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      nb::object errors = nb::module_::import_("gnio._errors");
+      nb::object cls = errors.attr(std::string(gnio::to_string(e.error_class())).c_str());
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
+
+  m.def("create_unique_id", [] {
+    const gnio::UniqueId id = gnio::create_unique_id();
+    return nb::bytes(reinterpret_cast<const char*>(id.bytes), sizeof(id.bytes));
+  });
+
+  nb::class_<PyComm>(m, "_Comm")
+      .def_static("from_env", [] { return new PyComm(gnio::Comm::from_env()); })
+      .def_static("from_unique_id",
+                  [](nb::bytes id, int rank, int size) {
+                    gnio::UniqueId u{};
+                    if (id.size() != sizeof(u.bytes))
+                      invalid("from_unique_id: a unique id is " + std::to_string(sizeof(u.bytes)) +
+                              " bytes (create_unique_id())");
+                    std::memcpy(u.bytes, id.c_str(), sizeof(u.bytes));
+                    return new PyComm(gnio::Comm::from_unique_id(u, rank, size));
+                  })
+      .def_prop_ro("rank", [](PyComm& c) { return c.comm().rank(); })
+      .def_prop_ro("size", [](PyComm& c) { return c.comm().size(); })
+      .def_prop_ro("local_rank", [](PyComm& c) { return c.comm().local_rank(); })
+      .def_prop_ro("local_size", [](PyComm& c) { return c.comm().local_size(); })
+      .def_prop_ro("nodes", [](PyComm& c) { return c.comm().nodes(); })
+      .def_prop_ro("device", [](PyComm& c) { return c.comm().device(); })
+      .def_prop_ro("backend",
+                   [](PyComm& c) { return std::string(gnio::to_string(c.comm().backend())); })
+      .def_prop_ro("launcher", [](PyComm& c) { return c.comm().launch_source(); })
+      .def_prop_ro("closed", &PyComm::closed)
+      .def("close", &PyComm::close)
+      .def("abort", &PyComm::abort)
+      .def("check", [](PyComm& c) { c.comm().check(); })
+      .def("all_reduce", &PyComm::all_reduce, nb::arg("x").noconvert(), nb::arg("out").noconvert(),
+           nb::arg("op"), nb::arg("stream"))
+      .def("all_gather", &PyComm::all_gather, nb::arg("x").noconvert(), nb::arg("out").noconvert(),
+           nb::arg("stream"))
+      .def("reduce_scatter", &PyComm::reduce_scatter, nb::arg("x").noconvert(),
+           nb::arg("out").noconvert(), nb::arg("op"), nb::arg("stream"))
+      .def("broadcast", &PyComm::broadcast, nb::arg("x").noconvert(), nb::arg("root"),
+           nb::arg("stream"))
+      .def("reduce", &PyComm::reduce, nb::arg("x").noconvert(), nb::arg("out").noconvert(),
+           nb::arg("root"), nb::arg("op"), nb::arg("stream"))
+      .def("all_to_all", &PyComm::all_to_all, nb::arg("x").noconvert(), nb::arg("out").noconvert(),
+           nb::arg("stream"))
+      .def("barrier", &PyComm::barrier)
+      .def("empty", &PyComm::empty)
+      .def("peer", &PyComm::peer)
+      .def("device_comm", &PyComm::device_comm);
+}
