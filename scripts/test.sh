@@ -50,12 +50,12 @@ if [ "$gpus" -gt 0 ]; then
   stage tests run_suite "$root/build"
 else
   # No GPU: the suite runs on the host backend, so the main build leaves CUDA out (fast), and a
-  # second build only compiles the CUDA code (library and gnio-perf) to keep it compiling.
+  # second build only compiles the CUDA code (library, gnio-perf, the NCCL drop-in) to keep it compiling.
   stage build "$root/scripts/build.sh" "$root/build" -DGNIO_WERROR=ON -DGNIO_CUDA=OFF
   stage tests run_suite "$root/build" -LE gpu
   if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
     stage cuda-compile "$root/scripts/build.sh" "$root/build-cuda" -DGNIO_WERROR=ON -DGNIO_CUDA=ON \
-        -DGNIO_BUILD_TESTS=OFF -DGNIO_BUILD_EXAMPLES=OFF --target gnio gnio-perf
+        -DGNIO_BUILD_TESTS=OFF -DGNIO_BUILD_EXAMPLES=OFF --target gnio gnio-perf gnio_nccl
   fi
 fi
 run_fuzzers() {  # libFuzzer over every network decoder, FUZZ_SECONDS (default 20) each
