@@ -304,13 +304,46 @@ static void test_split(ncclComm_t comm) {
   NCCL_OK(ncclCommDestroy(half));
 }
 
-int main(void) {
+/* The last rank leaves without a word right after a first allreduce; every other rank must see
+ * ncclRemoteError from ncclCommGetAsyncError within 30 s, and a collective after that must fail,
+ * not hang or succeed. */
+static int dead_peer(void) {
+  ncclUniqueId id;
+  share_id(&id, "dead");
+  ncclComm_t comm = NULL;
+  NCCL_OK(ncclCommInitRank(&comm, size, id, rank));
+  if (comm == NULL) return 1;
+  int32_t one = 1, total = 0;
+  NCCL_OK(ncclAllReduce(&one, &total, 1, ncclInt32, ncclSum, comm, NULL));
+  CHECK(total == size, "first allreduce: %d", total);
+  if (rank == size - 1) {
+    sleep(2); /* the others have their result by then (an eager allreduce returns with it) */
+    _exit(0); /* no destroy, no goodbye */
+  }
+  ncclResult_t async = ncclSuccess;
+  for (int i = 0; i < 3000 && async == ncclSuccess; ++i) {
+    NCCL_OK(ncclCommGetAsyncError(comm, &async));
+    if (async == ncclSuccess) usleep(10000);
+  }
+  CHECK(async == ncclRemoteError, "async error after a peer died: %d (%s)", (int)async,
+        ncclGetLastError(comm));
+  CHECK(strstr(ncclGetLastError(comm), "rank") != NULL, "the reason names no rank: %s",
+        ncclGetLastError(comm));
+  ncclResult_t r = ncclAllReduce(&one, &total, 1, ncclInt32, ncclSum, comm, NULL);
+  CHECK(r != ncclSuccess, "a collective after the peer died returned ncclSuccess");
+  NCCL_OK(ncclCommAbort(comm));
+  if (rank == 0) printf("nccl_dropin_test --dead-peer: %s\n", failures ? "FAILED" : "ok");
+  return failures ? 1 : 0;
+}
+
+int main(int argc, char** argv) {
   rank = atoi(getenv("RANK") ? getenv("RANK") : "-1");
   size = atoi(getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : "0");
   if (rank < 0 || size < 1) {
     fprintf(stderr, "run under gnio-run\n");
     return 2;
   }
+  if (argc > 1 && strcmp(argv[1], "--dead-peer") == 0) return dead_peer();
   int version = 0;
   NCCL_OK(ncclGetVersion(&version));
   CHECK(version == NCCL_VERSION_CODE, "version %d", version);
