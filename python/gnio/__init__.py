@@ -229,6 +229,32 @@ class Comm:
         """Returns once every rank called it (after this rank's queued work finished)."""
         self._c.barrier()
 
+    # -- one-sided operations started by this rank (on a stream; eager on the host backend) ----
+    # `dst`, `src` or `sig` on the peer's side are (views of) buffers from empty()/zeros(); the
+    # data is in place at the destination when the call (or its stream) is done.
+    def put(self, dst, src, peer: int, *, stream=None) -> None:
+        """Copies `src` (this rank's array) into `dst` (a symmetric buffer or view) on `peer`."""
+        self._c.put(dst, src, int(peer), _stream_handle(src, stream))
+
+    def get(self, dst, src, peer: int, *, stream=None) -> None:
+        """Copies `src` (a symmetric buffer or view) on `peer` into `dst` (this rank's array)."""
+        self._c.get(dst, src, int(peer), _stream_handle(dst, stream))
+
+    def put_signal(self, dst, src, sig, value: int, peer: int, op: str = "set", *,
+                   stream=None) -> None:
+        """put(), then sets (op="set") or adds to (op="add") `sig` (one uint64 element of a
+        symmetric buffer) on `peer`: a peer that sees the new value sees the data."""
+        self._c.put_signal(dst, src, sig, int(value), int(peer), op, _stream_handle(src, stream))
+
+    def signal(self, sig, value: int, peer: int, op: str = "set", *, stream=None) -> None:
+        """Sets or adds to `sig` on `peer`, after this rank's earlier operations."""
+        self._c.signal(sig, int(value), int(peer), op, _stream_handle(sig, stream))
+
+    def wait_signal(self, sig, cmp: str, value: int, *, stream=None) -> None:
+        """Returns (or holds the stream) until this rank's `sig` compares true against `value`
+        (cmp: eq, ne, gt, ge, lt, le); bounded by GNIO_TIMEOUT (then gnio.Timeout)."""
+        self._c.wait_signal(sig, cmp, int(value), _stream_handle(sig, stream))
+
     def device_comm(self) -> bytes:
         """This rank's gnio::DeviceComm, the handle a custom kernel takes by value, as bytes
         (fetch it again after allocating: the heap may have grown)."""

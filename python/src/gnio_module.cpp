@@ -17,6 +17,7 @@
 #include "gnio/coll.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/error.hpp"
+#include "gnio/stream_rma.hpp"
 #include "gnio/version.hpp"
 
 namespace nb = nanobind;
@@ -95,7 +96,7 @@ class PyComm {
               " symmetric buffer(s) from empty()/zeros() are still referenced; their memory ends "
               "with the communicator: del them first");
     comm_->synchronize(*stream_);
-    for (gnio::SymPtr<char> p : buffers_) comm_->free_bytes(p);
+    for (const Buffer& b : buffers_) comm_->free_bytes(b.at);
     buffers_.clear();
     stream_.reset();
     comm_.reset();
@@ -213,7 +214,7 @@ class PyComm {
   nb::object empty(std::size_t bytes, bool zero) {
     gnio::Comm& c = comm();
     gnio::SymPtr<char> p = c.alloc_bytes(bytes == 0 ? 1 : bytes);
-    buffers_.push_back(p);
+    buffers_.push_back({p, bytes});
     void* local = c.local_address(p);
     if (zero) {
       c.fill(local, 0, bytes, *stream_);
@@ -226,13 +227,59 @@ class PyComm {
   /// or None when that peer's memory is not mapped here (another node).
   nb::object peer(std::uintptr_t local, std::size_t bytes, int peer_rank) {
     gnio::Comm& c = comm();
-    for (gnio::SymPtr<char> p : buffers_) {
-      if (reinterpret_cast<std::uintptr_t>(c.local_address(p)) != local) continue;
-      void* there = c.peer_address(p, peer_rank);
+    for (const Buffer& b : buffers_) {
+      if (reinterpret_cast<std::uintptr_t>(c.local_address(b.at)) != local) continue;
+      void* there = c.peer_address(b.at, peer_rank);
       if (there == nullptr) return nb::none();
       return wrap(there, bytes);
     }
     invalid("peer: the buffer is not one of this communicator's empty()/zeros() buffers");
+  }
+
+  // One-sided operations started here (gnio/stream_rma.hpp). `dst`/`src`/`sig` that name a peer's
+  // memory are (views of) this communicator's symmetric buffers; the other side is any array.
+  void put(const Array& dst, const Array& src, int peer, std::uintptr_t stream) {
+    const gnio::SymPtr<char> to = symmetric(dst, src.nbytes(), "put: dst");
+    const void* from = address(src, "put: src");
+    on_stream(stream, [&](gnio::StreamRef s) {
+      gnio::put_on_stream(comm(), to, from, src.nbytes(), peer, s);
+    });
+  }
+
+  void get(const Array& dst, const Array& src, int peer, std::uintptr_t stream) {
+    const gnio::SymPtr<char> from = symmetric(src, dst.nbytes(), "get: src");
+    void* to = address(dst, "get: dst");
+    on_stream(stream, [&](gnio::StreamRef s) {
+      gnio::get_on_stream(comm(), to, from, dst.nbytes(), peer, s);
+    });
+  }
+
+  void put_signal(const Array& dst, const Array& src, const Array& sig, std::uint64_t value,
+                  int peer, const std::string& op, std::uintptr_t stream) {
+    const gnio::SymPtr<char> to = symmetric(dst, src.nbytes(), "put_signal: dst");
+    const gnio::SymPtr<std::uint64_t> word = signal_word(sig, "put_signal: sig");
+    const gnio::SignalOp sop = signal_op(op);
+    const void* from = address(src, "put_signal: src");
+    on_stream(stream, [&](gnio::StreamRef s) {
+      gnio::put_signal_on_stream(comm(), to, from, src.nbytes(), word, value, sop, peer, s);
+    });
+  }
+
+  void signal(const Array& sig, std::uint64_t value, int peer, const std::string& op,
+              std::uintptr_t stream) {
+    const gnio::SymPtr<std::uint64_t> word = signal_word(sig, "signal: sig");
+    const gnio::SignalOp sop = signal_op(op);
+    on_stream(stream, [&](gnio::StreamRef s) {
+      gnio::signal_on_stream(comm(), word, value, sop, peer, s);
+    });
+  }
+
+  void wait_signal(const Array& sig, const std::string& cmp, std::uint64_t value,
+                   std::uintptr_t stream) {
+    const gnio::SymPtr<std::uint64_t> word = signal_word(sig, "wait_signal: sig");
+    const gnio::Cmp c = compare(cmp);
+    on_stream(stream,
+              [&](gnio::StreamRef s) { gnio::wait_signal_on_stream(comm(), word, c, value, s); });
   }
 
   /// This rank's DeviceComm as bytes (what a custom kernel takes by value).
@@ -246,6 +293,44 @@ class PyComm {
     const gnio::DataType t = data_type(x, what);
     if (data_type(out, what) != t) invalid(std::string(what) + ": x and out differ in dtype");
     return t;
+  }
+
+  /// The symmetric address of `a`, a (view of a) buffer from empty(), which must hold `bytes`
+  /// from where `a` starts.
+  gnio::SymPtr<char> symmetric(const Array& a, std::size_t bytes, const char* what) {
+    const auto at = reinterpret_cast<std::uintptr_t>(address(a, what));
+    gnio::Comm& c = comm();
+    for (const Buffer& b : buffers_) {
+      const auto base = reinterpret_cast<std::uintptr_t>(c.local_address(b.at));
+      if (at < base || at >= base + (b.bytes == 0 ? 1 : b.bytes)) continue;
+      if (bytes > a.nbytes() || at - base + bytes > b.bytes)
+        invalid(std::string(what) + ": " + std::to_string(bytes) +
+                " bytes do not fit (the array holds " + std::to_string(a.nbytes()) + ")");
+      return b.at.byte_offset(at - base);
+    }
+    invalid(std::string(what) +
+            " must be (a view of) a buffer from this communicator's empty()/zeros()");
+  }
+
+  gnio::SymPtr<std::uint64_t> signal_word(const Array& a, const char* what) {
+    const nb::dlpack::dtype t = a.dtype();
+    if (t.code != static_cast<std::uint8_t>(nb::dlpack::dtype_code::UInt) || t.bits != 64 ||
+        a.size() != 1)
+      invalid(std::string(what) + ": a signal is one uint64 element of a symmetric buffer");
+    return symmetric(a, 8, what).cast<std::uint64_t>();
+  }
+
+  static gnio::SignalOp signal_op(const std::string& op) {
+    if (op == "set") return gnio::SignalOp::Set;
+    if (op == "add") return gnio::SignalOp::Add;
+    invalid("signal op '" + op + "' is not one of set, add");
+  }
+
+  static gnio::Cmp compare(const std::string& cmp) {
+    static const char* names[] = {"eq", "ne", "gt", "ge", "lt", "le"};
+    for (int i = 0; i < 6; ++i)
+      if (cmp == names[i]) return static_cast<gnio::Cmp>(i);
+    invalid("cmp '" + cmp + "' is not one of eq, ne, gt, ge, lt, le");
   }
 
   nb::object wrap(void* at, std::size_t bytes) {
@@ -267,7 +352,11 @@ class PyComm {
 
   std::optional<gnio::Comm> comm_;
   std::unique_ptr<gnio::Stream> stream_;
-  std::vector<gnio::SymPtr<char>> buffers_;
+  struct Buffer {
+    gnio::SymPtr<char> at;
+    std::size_t bytes;
+  };
+  std::vector<Buffer> buffers_;
   std::shared_ptr<int> live_;
 };
 
@@ -330,6 +419,17 @@ NB_MODULE(_gnio, m) {
       .def("all_to_all", &PyComm::all_to_all, nb::arg("x").noconvert(), nb::arg("out").noconvert(),
            nb::arg("stream"))
       .def("barrier", &PyComm::barrier)
+      .def("put", &PyComm::put, nb::arg("dst").noconvert(), nb::arg("src").noconvert(),
+           nb::arg("peer"), nb::arg("stream"))
+      .def("get", &PyComm::get, nb::arg("dst").noconvert(), nb::arg("src").noconvert(),
+           nb::arg("peer"), nb::arg("stream"))
+      .def("put_signal", &PyComm::put_signal, nb::arg("dst").noconvert(),
+           nb::arg("src").noconvert(), nb::arg("sig").noconvert(), nb::arg("value"),
+           nb::arg("peer"), nb::arg("op"), nb::arg("stream"))
+      .def("signal", &PyComm::signal, nb::arg("sig").noconvert(), nb::arg("value"), nb::arg("peer"),
+           nb::arg("op"), nb::arg("stream"))
+      .def("wait_signal", &PyComm::wait_signal, nb::arg("sig").noconvert(), nb::arg("cmp"),
+           nb::arg("value"), nb::arg("stream"))
       .def("empty", &PyComm::empty)
       .def("peer", &PyComm::peer)
       .def("device_comm", &PyComm::device_comm);

@@ -202,3 +202,45 @@ def test_unique_id_is_bytes():
     assert isinstance(uid, bytes) and len(uid) == 128
     with pytest.raises(gnio.InvalidArgument):
         gnio.Comm.from_unique_id(b"short", 0, 1)
+
+
+def test_one_sided_operations():
+    with gnio.Comm.from_env() as c:
+        n = 1001
+        me, size = c.rank, c.size
+        right, left = (me + 1) % size, (me - 1) % size
+        dst = c.empty(n + 1, "int32")
+        dst[:] = -5
+        flags = c.zeros(4, "uint64")
+        back = np.full(n, -9, dtype=np.int32)
+        mine = (np.arange(n, dtype=np.int32) * 3 + me * 1000)
+        c.barrier()
+        c.put_signal(dst[1:], mine, flags[0:1], 7, right)  # a view: offset 4 bytes
+        c.wait_signal(flags[0:1], "eq", 7)
+        np.testing.assert_array_equal(dst[1:], np.arange(n, dtype=np.int32) * 3 + left * 1000)
+        assert dst[0] == -5  # nothing before the view was touched
+        for p in range(size):
+            c.signal(flags[1:2], me + 1, p, "add")
+        c.barrier()
+        assert int(flags[1]) == size * (size + 1) // 2
+        c.get(back, dst[1:], right)  # the right neighbour holds this rank's data
+        np.testing.assert_array_equal(back, mine)
+        extra = np.arange(n, dtype=np.int32)
+        c.barrier()
+        c.put(dst[1:], extra, right)
+        c.barrier()
+        np.testing.assert_array_equal(dst[1:], extra)
+        # Bad arguments: nothing happens, the communicator goes on.
+        with pytest.raises(gnio.InvalidArgument, match="empty"):
+            c.put(back, mine, right)  # not a symmetric buffer
+        with pytest.raises(gnio.InvalidArgument, match="fit"):
+            c.put(dst[2:], mine, right)  # one element too many
+        with pytest.raises(gnio.InvalidArgument):
+            c.put(dst[1:], mine, size)  # no such peer
+        with pytest.raises(gnio.InvalidArgument, match="uint64"):
+            c.signal(dst[0:1], 1, right)
+        with pytest.raises(gnio.InvalidArgument, match="cmp"):
+            c.wait_signal(flags[2:3], "about", 1)
+        usable(c)
+        c.barrier()
+        del dst, flags
