@@ -13,27 +13,9 @@ struct Mapped {
   std::size_t count;
 };
 
-std::size_t bytes_of(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2: return 1;
-    case ncclFloat16:
-    case ncclBfloat16: return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32: return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64: return 8;
-    default: return 0;
-  }
-}
-
 /// A copy (no arithmetic): any type, as bytes.
 Mapped as_bytes(ncclDataType_t t, std::size_t count, const char* call) {
-  const std::size_t b = bytes_of(t);
+  const std::size_t b = gnio_nccl::bytes_of(t);
   if (b == 0)
     throw gnio::Error(
         gnio::ErrorClass::InvalidArgument,

@@ -59,6 +59,25 @@ ncclResult_t guarded(const char* call, Body&& body) {
 /// default stream).
 gnio::StreamRef stream_of(ncclComm* comm, cudaStream_t stream, bool* wait);
 
+/// Bytes per element of an NCCL type; 0 for a value that names none.
+inline std::size_t bytes_of(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64: return 8;
+    default: return 0;
+  }
+}
+
 /// True inside ncclGroupStart/ncclGroupEnd on this thread.
 bool in_group();
 
