@@ -14,7 +14,7 @@ struct Mapped {
 };
 
 /// A copy (no arithmetic): any type, as bytes.
-Mapped as_bytes(ncclDataType_t t, std::size_t count, const char* call) {
+Mapped as_bytes(int t, std::size_t count, const char* call) {
   const std::size_t b = gnio_nccl::bytes_of(t);
   if (b == 0)
     throw gnio::Error(
@@ -26,8 +26,7 @@ Mapped as_bytes(ncclDataType_t t, std::size_t count, const char* call) {
 /// A reduction: gnio's type for `t` under `op`. Sums and products of unsigned 32/64-bit and
 /// signed 8-bit integers are the same bits as gnio's int32/int64/uint8 ones (two's complement,
 /// modulo 2^n); their minimum and maximum are not.
-Mapped for_reduction(ncclDataType_t t, ncclRedOp_t op, std::size_t count, gnio::RedOp* gop,
-                     const char* call) {
+Mapped for_reduction(int t, int op, std::size_t count, gnio::RedOp* gop, const char* call) {
   auto unsupported = [&](const char* why) -> Mapped {
     throw gnio::Error(gnio::ErrorClass::Unsupported, std::string(call) + ": " + why);
   };
@@ -88,7 +87,8 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            cudaStream_t stream) {
   return collective(comm, stream, "ncclAllReduce", [&](gnio::StreamRef s) {
     gnio::RedOp gop{};
-    const Mapped m = for_reduction(datatype, op, count, &gop, "ncclAllReduce");
+    const Mapped m =
+        for_reduction(gnio_nccl::raw(datatype), gnio_nccl::raw(op), count, &gop, "ncclAllReduce");
     gnio::allreduce(comm->comm, sendbuff, recvbuff, m.count, m.type, gop, s);
   });
 }
@@ -97,7 +97,8 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   return collective(comm, stream, "ncclReduce", [&](gnio::StreamRef s) {
     gnio::RedOp gop{};
-    const Mapped m = for_reduction(datatype, op, count, &gop, "ncclReduce");
+    const Mapped m =
+        for_reduction(gnio_nccl::raw(datatype), gnio_nccl::raw(op), count, &gop, "ncclReduce");
     gnio::reduce(comm->comm, sendbuff, recvbuff, m.count, m.type, gop, root, s);
   });
 }
@@ -107,7 +108,8 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                                cudaStream_t stream) {
   return collective(comm, stream, "ncclReduceScatter", [&](gnio::StreamRef s) {
     gnio::RedOp gop{};
-    const Mapped m = for_reduction(datatype, op, recvcount, &gop, "ncclReduceScatter");
+    const Mapped m = for_reduction(gnio_nccl::raw(datatype), gnio_nccl::raw(op), recvcount, &gop,
+                                   "ncclReduceScatter");
     gnio::reduce_scatter(comm->comm, sendbuff, recvbuff, m.count, m.type, gop, s);
   });
 }
@@ -116,7 +118,7 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
   return collective(comm, stream, "ncclBroadcast", [&](gnio::StreamRef s) {
-    const Mapped m = as_bytes(datatype, count, "ncclBroadcast");
+    const Mapped m = as_bytes(gnio_nccl::raw(datatype), count, "ncclBroadcast");
     gnio::broadcast(comm->comm, sendbuff, recvbuff, m.count, m.type, root, s);
   });
 }
@@ -129,7 +131,7 @@ ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int ro
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return collective(comm, stream, "ncclAllGather", [&](gnio::StreamRef s) {
-    const Mapped m = as_bytes(datatype, sendcount, "ncclAllGather");
+    const Mapped m = as_bytes(gnio_nccl::raw(datatype), sendcount, "ncclAllGather");
     gnio::allgather(comm->comm, sendbuff, recvbuff, m.count, m.type, s);
   });
 }
@@ -137,7 +139,7 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return collective(comm, stream, "ncclAlltoAll", [&](gnio::StreamRef s) {
-    const Mapped m = as_bytes(datatype, count, "ncclAlltoAll");
+    const Mapped m = as_bytes(gnio_nccl::raw(datatype), count, "ncclAlltoAll");
     gnio::alltoall(comm->comm, sendbuff, recvbuff, m.count, m.type, s);
   });
 }

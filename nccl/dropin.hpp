@@ -7,6 +7,7 @@
 #include <nccl.h>
 
 #include <cstdarg>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,8 +60,18 @@ ncclResult_t guarded(const char* call, Body&& body) {
 /// default stream).
 gnio::StreamRef stream_of(ncclComm* comm, cudaStream_t stream, bool* wait);
 
-/// Bytes per element of an NCCL type; 0 for a value that names none.
-inline std::size_t bytes_of(ncclDataType_t t) {
+/// The number a caller passed for an NCCL enum, read without assuming it names an enumerator: a C
+/// caller may pass any int, and loading one outside the enum's range as the enum is undefined.
+template <class Enum>
+int raw(const Enum& e) {
+  static_assert(sizeof(Enum) == sizeof(int), "NCCL's enums are ints");
+  int v;
+  std::memcpy(&v, &e, sizeof(v));
+  return v;
+}
+
+/// Bytes per element of an NCCL type (raw() of an ncclDataType_t); 0 for a value that names none.
+inline std::size_t bytes_of(int t) {
   switch (t) {
     case ncclInt8:
     case ncclUint8:

@@ -119,14 +119,14 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* /*sim_info*/) {
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  const std::size_t b = gnio_nccl::bytes_of(datatype);
+  const std::size_t b = gnio_nccl::bytes_of(gnio_nccl::raw(datatype));
   if (b == 0) return gnio_nccl::fail(ncclInvalidArgument, "ncclSend: not an NCCL datatype");
   return add({comm, true, const_cast<void*>(sendbuff), count * b, peer, stream}, "ncclSend");
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  const std::size_t b = gnio_nccl::bytes_of(datatype);
+  const std::size_t b = gnio_nccl::bytes_of(gnio_nccl::raw(datatype));
   if (b == 0) return gnio_nccl::fail(ncclInvalidArgument, "ncclRecv: not an NCCL datatype");
   return add({comm, false, recvbuff, count * b, peer, stream}, "ncclRecv");
 }
@@ -134,7 +134,7 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         int root, ncclComm_t comm, cudaStream_t stream) {
   if (comm == nullptr) return gnio_nccl::fail(ncclInvalidArgument, "ncclGather: comm is NULL");
-  const std::size_t b = gnio_nccl::bytes_of(datatype);
+  const std::size_t b = gnio_nccl::bytes_of(gnio_nccl::raw(datatype));
   const int n = comm->comm.size();
   if (b == 0 || root < 0 || root >= n)
     return gnio_nccl::fail(ncclInvalidArgument, "ncclGather: bad datatype or root %d", root);
@@ -150,7 +150,7 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, nccl
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   if (comm == nullptr) return gnio_nccl::fail(ncclInvalidArgument, "ncclScatter: comm is NULL");
-  const std::size_t b = gnio_nccl::bytes_of(datatype);
+  const std::size_t b = gnio_nccl::bytes_of(gnio_nccl::raw(datatype));
   const int n = comm->comm.size();
   if (b == 0 || root < 0 || root >= n)
     return gnio_nccl::fail(ncclInvalidArgument, "ncclScatter: bad datatype or root %d", root);

@@ -66,7 +66,8 @@ class Channels {
   void group_start();
   /// Queues the collected operations on `stream` (nothing when none).
   void group_end(StreamRef stream);
-  /// Frees the memory now (collective); the set cannot be used afterwards.
+  /// Frees the memory now (collective); the set cannot be used afterwards. After the
+  /// communicator aborted it frees nothing (the memory goes with the communicator).
   void close();
 
   static constexpr std::size_t kMaxGroup = 64;

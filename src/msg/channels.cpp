@@ -102,6 +102,9 @@ Channels::~Channels() {
 void Channels::close() {
   if (!open_) return;
   open_ = false;
+  // An aborted communicator frees nothing more (its collective free would throw): the set's
+  // memory goes with the heap when the communicator is destroyed.
+  if (comm_.aborted()) return;
   comm_.free_bytes(memory_);
 }
 

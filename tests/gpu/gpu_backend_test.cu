@@ -32,7 +32,7 @@
 
 #include "gnio/error.hpp"
 #include "platform/cuda/cuda_backend.hpp"
-#include "platform/cuda/cuda_info.hpp"
+#include "platform/gpu_info.hpp"
 
 namespace {
 

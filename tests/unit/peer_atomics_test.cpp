@@ -3,7 +3,7 @@
 // native atomics or where the peer cannot be mapped at all.
 #include <gtest/gtest.h>
 
-#include "platform/cuda/cuda_info.hpp"
+#include "platform/gpu_info.hpp"
 
 namespace {
 

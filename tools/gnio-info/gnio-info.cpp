@@ -13,15 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/pmix_rendezvous.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/config.hpp"
 #include "gnio/error.hpp"
 #include "gnio/eth.hpp"
+#include "gnio/system_info.hpp"
 #include "gnio/version.hpp"
-#include "platform/backend.hpp"
-#include "platform/cuda/cuda_info.hpp"
-#include "transport/proxy/ucx_proxy.hpp"
 
 namespace {
 
@@ -136,17 +133,16 @@ int main(int argc, char** argv) {
   // What GNIO_NET=ucx would use here (tcp needs nothing beyond sockets).
   std::string ucx;
   try {
-    ucx = gnio::proxy::ucx_summary();
+    ucx = gnio::ucx_support();
   } catch (const gnio::Error& e) {
     ucx = std::string("cannot tell: ") + e.what();
   }
-  std::vector<gnio::platform::CudaDeviceInfo> gpus = gnio::platform::cuda_devices();
+  std::vector<gnio::GpuInfo> gpus = gnio::gpus();
   const std::string eth_availability = gnio::eth::availability();
   // Whether a plain mpirun/srun across hosts can meet without an address.
-  std::string pmix = gnio::bootstrap::pmix_unavailable_reason();
-  if (pmix.empty()) pmix = "available (libpmix.so.2 loadable)";
+  const std::string pmix = gnio::pmix_support();
   const std::vector<gnio::eth::InterfaceInfo> eth_interfaces = gnio::eth::interfaces();
-  gnio::platform::CudaVersions cv = gnio::platform::cuda_versions();
+  gnio::CudaVersions cv = gnio::cuda_versions();
 
   // This rank's facts, when a launcher started us.
   struct RankFacts {

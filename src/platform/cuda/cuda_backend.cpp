@@ -13,7 +13,7 @@
 #include "gnio/log.hpp"
 #include "platform/cuda/cuda_driver.hpp"
 #include "platform/cuda/cuda_error.hpp"
-#include "platform/cuda/cuda_info.hpp"
+#include "platform/gpu_info.hpp"
 #include "platform/cuda/cuda_stream_ops.hpp"
 
 namespace gnio::platform {

@@ -1,4 +1,4 @@
-#include "platform/cuda/cuda_info.hpp"
+#include "platform/gpu_info.hpp"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>

@@ -20,7 +20,7 @@ namespace gnio::detail {
 }
 }  // namespace gnio::detail
 
-#include "platform/cuda/cuda_info.hpp"
+#include "platform/gpu_info.hpp"
 
 namespace gnio::platform {
 std::vector<CudaDeviceInfo> cuda_devices() { return {}; }
