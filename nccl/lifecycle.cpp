@@ -20,12 +20,15 @@ thread_local std::string last_error;
 
 constexpr unsigned kConfigMagic = 0xcafebeef;
 
-int current_device() {
+/// gnio's options for a communicator NCCL's caller creates: on the current CUDA device, as NCCL
+/// does (the host backend has none).
+gnio::CommOptions options_here() {
+  gnio::CommOptions options;
 #if GNIO_NCCL_CUDA
   int device = -1;
-  if (cudaGetDevice(&device) == cudaSuccess) return device;
+  if (cudaGetDevice(&device) == cudaSuccess) options.device = device;
 #endif
-  return -1;
+  return options;
 }
 
 ncclResult_t init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
@@ -39,9 +42,7 @@ ncclResult_t init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
     gnio::UniqueId u{};
     static_assert(sizeof(u.bytes) == sizeof(id.internal), "unique ids of one size");
     std::memcpy(u.bytes, id.internal, sizeof(u.bytes));
-    gnio::CommOptions options;
-    options.device = current_device();
-    *out = new ncclComm(gnio::Comm::from_unique_id(u, rank, nranks, options));
+    *out = new ncclComm(gnio::Comm::from_unique_id(u, rank, nranks, options_here()));
     return ncclSuccess;
   });
 }
@@ -155,10 +156,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     } else {
       bs.recv(members[0], tag, &id, sizeof(id));
     }
-    gnio::CommOptions options;
-    options.device = current_device();
     *newcomm = new ncclComm(
-        gnio::Comm::from_unique_id(id, index, static_cast<int>(members.size()), options));
+        gnio::Comm::from_unique_id(id, index, static_cast<int>(members.size()), options_here()));
     return ncclSuccess;
   });
 }

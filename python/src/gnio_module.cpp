@@ -227,13 +227,13 @@ class PyComm {
   /// or None when that peer's memory is not mapped here (another node).
   nb::object peer(std::uintptr_t local, std::size_t bytes, int peer_rank) {
     gnio::Comm& c = comm();
-    for (const Buffer& b : buffers_) {
-      if (reinterpret_cast<std::uintptr_t>(c.local_address(b.at)) != local) continue;
-      void* there = c.peer_address(b.at, peer_rank);
-      if (there == nullptr) return nb::none();
-      return wrap(there, bytes);
-    }
-    invalid("peer: the buffer is not one of this communicator's empty()/zeros() buffers");
+    std::uintptr_t base = 0;
+    const Buffer* b = containing(local, &base);
+    if (b == nullptr || base != local)
+      invalid("peer: the buffer is not one of this communicator's empty()/zeros() buffers");
+    void* there = c.peer_address(b->at, peer_rank);
+    if (there == nullptr) return nb::none();
+    return wrap(there, bytes);
   }
 
   // One-sided operations started here (gnio/stream_rma.hpp). `dst`/`src`/`sig` that name a peer's
@@ -299,14 +299,12 @@ class PyComm {
   /// from where `a` starts.
   gnio::SymPtr<char> symmetric(const Array& a, std::size_t bytes, const char* what) {
     const auto at = reinterpret_cast<std::uintptr_t>(address(a, what));
-    gnio::Comm& c = comm();
-    for (const Buffer& b : buffers_) {
-      const auto base = reinterpret_cast<std::uintptr_t>(c.local_address(b.at));
-      if (at < base || at >= base + (b.bytes == 0 ? 1 : b.bytes)) continue;
-      if (bytes > a.nbytes() || at - base + bytes > b.bytes)
+    std::uintptr_t base = 0;
+    if (const Buffer* b = containing(at, &base)) {
+      if (bytes > a.nbytes() || at - base + bytes > b->bytes)
         invalid(std::string(what) + ": " + std::to_string(bytes) +
                 " bytes do not fit (the array holds " + std::to_string(a.nbytes()) + ")");
-      return b.at.byte_offset(at - base);
+      return b->at.byte_offset(at - base);
     }
     invalid(std::string(what) +
             " must be (a view of) a buffer from this communicator's empty()/zeros()");
@@ -357,6 +355,16 @@ class PyComm {
     std::size_t bytes;
   };
   std::vector<Buffer> buffers_;
+
+  /// The buffer from empty() whose local copy holds address `at` (its start in *base), or null.
+  const Buffer* containing(std::uintptr_t at, std::uintptr_t* base) {
+    gnio::Comm& c = comm();
+    for (const Buffer& b : buffers_) {
+      *base = reinterpret_cast<std::uintptr_t>(c.local_address(b.at));
+      if (at >= *base && at < *base + (b.bytes == 0 ? 1 : b.bytes)) return &b;
+    }
+    return nullptr;
+  }
   std::shared_ptr<int> live_;
 };
 

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <type_traits>
 
+#include "base/dynamic_library.hpp"
 #include "base/fail.hpp"
 #include "bootstrap/root_service.hpp"
 #include "bootstrap/socket.hpp"
@@ -59,8 +59,7 @@ struct PmixLibrary {
         return l;
       }
       auto bind = [&](auto& fn, const char* name) {
-        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-        if (!fn && l.error.empty()) l.error = std::string("libpmix.so.2 has no ") + name;
+        bind_symbol(h, fn, name, "libpmix.so.2", &l.error);
       };
       bind(l.init, "PMIx_Init");
       bind(l.finalize, "PMIx_Finalize");

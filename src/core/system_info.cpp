@@ -8,11 +8,17 @@
 
 namespace gnio {
 
-std::vector<GpuInfo> gpus() { return platform::cuda_devices(); }
+std::vector<GpuInfo> gpus() {
+  return platform::cuda_devices();
+}
 
-CudaVersions cuda_versions() noexcept { return platform::cuda_versions(); }
+CudaVersions cuda_versions() noexcept {
+  return platform::cuda_versions();
+}
 
-std::string ucx_support() { return proxy::ucx_summary(); }
+std::string ucx_support() {
+  return proxy::ucx_summary();
+}
 
 std::string pmix_support() {
   const std::string unavailable = bootstrap::pmix_unavailable_reason();

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/dynamic_library.hpp"
 #include "base/fail.hpp"
 #include "core/comm_impl.hpp"
 #include "gnio/config.hpp"
@@ -63,10 +64,7 @@ struct XdpLibrary {
                   "); install libxdp1 and libbpf1 (Debian) or put them on LD_LIBRARY_PATH";
         return l;
       }
-      auto sym = [&](auto& f, const char* name) {
-        f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, name));
-        if (!f && l.error.empty()) l.error = std::string("libxdp lacks ") + name;
-      };
+      auto sym = [&](auto& f, const char* name) { bind_symbol(h, f, name, "libxdp", &l.error); };
       sym(l.umem_create, "xsk_umem__create");
       sym(l.umem_delete, "xsk_umem__delete");
       sym(l.socket_create, "xsk_socket__create");

@@ -13,8 +13,8 @@
 #include "gnio/log.hpp"
 #include "platform/cuda/cuda_driver.hpp"
 #include "platform/cuda/cuda_error.hpp"
-#include "platform/gpu_info.hpp"
 #include "platform/cuda/cuda_stream_ops.hpp"
+#include "platform/gpu_info.hpp"
 
 namespace gnio::platform {
 namespace {
