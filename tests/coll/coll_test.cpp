@@ -3,6 +3,8 @@
 // in the symmetric heap (zero-copy) and outside it (staged), mixed across ranks. Every element of
 // every output (and a guard behind it) is checked exactly; inputs are chosen so that every result
 // is exactly representable.
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
@@ -18,6 +20,17 @@ namespace {
 
 using gnio_test::comm;
 using gnio_test::stream;
+
+// Large cases build four host vectors of up to 64 MiB each. glibc maps each afresh and unmaps it
+// when it is freed, so every case paid page faults on ~256 MiB per rank (a third of coll_test_8's
+// time); kept in the heap instead, they are reused from case to case.
+[[maybe_unused]] const bool kHostMemoryReused = [] {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+  return true;
+}();
 
 /// Buffers reused by every case: private device memory and symmetric-heap memory, two of each.
 struct Pool {
@@ -89,75 +102,38 @@ void call(const Case& c, const void* send, void* recv) {
   }
 }
 
-/// Runs one case and returns the number of wrong elements on this rank.
+/// Runs one case and returns the number of wrong elements on this rank. Inputs, the poisoned
+/// initial buffer and the expected one come from gnio_bench's generators, which build one period
+/// of each sequence and copy it out (64 MiB cases on 8 ranks spent most of their time here when
+/// every element of every rank's input was computed one by one).
 std::size_t run_case(const Case& c, char* send_base, char* recv_base) {
   gnio::Comm& cm = comm();
-  const int n = cm.size(), me = cm.rank();
+  gnio_bench::CollCall call_of;
+  call_of.kind = c.kind;
+  call_of.type = c.type;
+  call_of.op = c.op;
+  call_of.ranks = cm.size();
+  call_of.rank = cm.rank();
+  call_of.count = c.count;
+  call_of.root = c.root;
+  call_of.in_place = c.in_place;
   const std::size_t es = gnio::size_of(c.type);
-  const bool rs = c.kind == CollKind::ReduceScatter, ag = c.kind == CollKind::AllGather;
-  const bool a2a = c.kind == CollKind::AllToAll;
-  const std::size_t nn = static_cast<std::size_t>(n), cnt = c.count;
-  const std::size_t in_elems = rs || a2a ? nn * cnt : cnt;
-  const std::size_t out_elems = ag || a2a ? nn * cnt : cnt;
-  const RedOp gen = reducing(c.kind) ? c.op : RedOp::Sum;
-
-  std::vector<std::uint8_t> input(in_elems * es);
-  for (std::size_t i = 0; i < in_elems; ++i)
-    input_element(c.type, gen, me, i, input.data() + i * es);
 
   // The buffer whose every byte is checked afterwards (the output, or the shared in-place buffer,
-  // plus a guard), its initial content, and where send/recv point.
-  const char* send = nullptr;
-  char* recv = nullptr;
+  // plus a guard) starts as `init`; send and recv point into it in place (NCCL's layout).
+  const std::vector<std::uint8_t> input = gnio_bench::make_input(call_of);
+  const std::vector<std::uint8_t> init = gnio_bench::make_initial(call_of, input, kGuard);
   char* checked = recv_base;
-  std::size_t out_at = 0;  // element offset of the output inside `checked`
-  std::vector<std::uint8_t> init;
-  if (!c.in_place) {
-    gnio_test::to_device(send_base, input.data(), input.size());
-    send = send_base;
-    recv = recv_base;
-    init.assign((out_elems + kGuard) * es, kPoison);
+  const char* send = send_base;
+  char* recv = recv_base;
+  if (c.in_place) {
+    send = recv_base + gnio_bench::in_place_send_at(call_of) * es;
+    recv = recv_base + gnio_bench::in_place_recv_at(call_of) * es;
   } else {
-    init.assign((std::max(in_elems, out_elems) + kGuard) * es, kPoison);
-    if (ag) {
-      std::copy(
-          input.begin(), input.end(),
-          init.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(me) * cnt * es));
-      recv = recv_base;
-      send = recv_base + static_cast<std::size_t>(me) * cnt * es;
-    } else {
-      std::copy(input.begin(), input.end(), init.begin());
-      send = recv_base;
-      recv = recv_base + (rs ? static_cast<std::size_t>(me) * cnt * es : 0);
-      out_at = rs ? static_cast<std::size_t>(me) * cnt : 0;
-    }
+    gnio_test::to_device(send_base, input.data(), input.size());
   }
   gnio_test::to_device(checked, init.data(), init.size());
-
-  // Expected content: the initial one with the output written.
-  std::vector<std::uint8_t> want = init;
-  std::uint8_t* o = want.data() + out_at * es;
-  for (std::size_t i = 0; i < cnt; ++i) {
-    switch (c.kind) {
-      case CollKind::AllReduce: expected_reduction(c.type, c.op, n, i, o + i * es); break;
-      case CollKind::ReduceScatter:
-        expected_reduction(c.type, c.op, n, static_cast<std::size_t>(me) * cnt + i, o + i * es);
-        break;
-      case CollKind::Reduce:
-        if (me == c.root) expected_reduction(c.type, c.op, n, i, o + i * es);
-        break;
-      case CollKind::Broadcast: input_element(c.type, gen, c.root, i, o + i * es); break;
-      case CollKind::AllGather:
-        for (int m = 0; m < n; ++m)
-          input_element(c.type, gen, m, i, o + (static_cast<std::size_t>(m) * cnt + i) * es);
-        break;
-      default:  // AllToAll: block m from rank m's block for me
-        for (int m = 0; m < n; ++m)
-          input_element(c.type, gen, m, static_cast<std::size_t>(me) * cnt + i,
-                        o + (static_cast<std::size_t>(m) * cnt + i) * es);
-        break;
-    }
-  }
+  const std::vector<std::uint8_t> want = gnio_bench::make_expected(call_of, init);
 
   gnio::coll_set_algorithm(cm, c.algo);
   call(c, send, recv);
