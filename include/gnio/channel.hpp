@@ -24,7 +24,8 @@ namespace gnio {
 /// The shape of a Channels set; every rank passes the same.
 struct ChannelOptions {
   int tags = 1;                        ///< channels per peer pair (1..1024)
-  std::uint32_t depth = 4;             ///< slots per channel: messages in flight (1..4096)
+  std::uint32_t depth = 4;             ///< slots per channel: messages in flight (1..4096,
+                                       ///< rounded up to a power of two)
   std::size_t max_message = 64 << 10;  ///< bytes per slot (1 B..1 GiB); larger messages take
                                        ///< several slots
 };

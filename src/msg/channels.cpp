@@ -1,6 +1,7 @@
 // gnio::Channels: the set's memory and the host's stream operations. Compiled by nvcc when the
 // cuda backend is built (its kernels run on GPUs), else by the C++ compiler (host streams only).
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -62,7 +63,10 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
                  o.tags, o.depth, o.max_message);
 
   const std::uint64_t pairs = static_cast<std::uint64_t>(comm.size()) * o.tags;
-  const std::uint64_t slots = pairs * o.depth;
+  // A power of two: the kernels index their rings with a mask, not a 64-bit remainder (a call on
+  // every message's path).
+  const std::uint32_t depth = std::bit_ceil(o.depth);
+  const std::uint64_t slots = pairs * depth;
   const std::uint64_t slot_bytes = round_up(o.max_message, 256);
   // Counters first (cleared together), then the rings.
   const std::uint64_t flags_at = 0;
@@ -86,7 +90,7 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
   device_.sent = memory_.byte_offset<std::uint64_t>(sent_at);
   device_.consumed = memory_.byte_offset<std::uint64_t>(consumed_at);
   device_.tags = o.tags;
-  device_.depth = o.depth;
+  device_.depth = depth;
   device_.slot_bytes = slot_bytes;
   device_.max_message = o.max_message;
 }

@@ -77,6 +77,8 @@
 #              and the slowest translation units
 #   msg        gnio-perf msg (two-sided messages beside put_signal and put), p2p and through the
 #              proxy, each under its own MPS daemon (MSG_MAX, MSG_NET_MAX)
+#   msg-sweep  gnio-perf msg latency 8 B..64 KiB at depths MSG_DEPTHS and bandwidth 1..64 MiB with
+#              slots of MSG_SLOTS, under one MPS daemon
 #   mpirun     a plain `mpirun -np 2` of gnio-info --json, ping_pong and the creation benchmark
 #              (no address given: the one-host rendezvous), beside gnio-run's creation time
 #   vs-old     this build beside an older one's stripped libgnio.so.0 + gnio-perf in OLD_DIR
@@ -499,6 +501,23 @@ run_step() {
         -e "${MSG_NET_MAX:-4M}" --json "$r/msg/msg-proxy.json"
       mps_stop
       grep -h -E "^\[0\] +(lat|bw|rate|#)" "$r/msg-p2p.log" "$r/msg-proxy.log" ;;
+    msg-sweep)
+      # Message latency 8 B..64 KiB at each depth of MSG_DEPTHS (default "1 4 64"; 4 KiB slots),
+      # and bandwidth 1..64 MiB with slots of each size in MSG_SLOTS (default "1M 4M", depth 4),
+      # beside put_signal / put in the same runs; p2p, one MPS daemon for all.
+      mkdir -p "$r/msg-sweep"
+      mps_start
+      local d sl
+      for d in ${MSG_DEPTHS:-1 4 64}; do
+        step "msg-lat-depth$d" timeout 120 "$R" -n 2 -- "$P" msg --mode lat -b 8 -e 64K -f 8 \
+          --depth "$d" --slot 4K --json "$r/msg-sweep/lat-depth$d.json"
+      done
+      for sl in ${MSG_SLOTS:-1M 4M}; do
+        step "msg-bw-slot$sl" timeout 180 "$R" -n 2 -- "$P" msg --mode bw -b 1M -e 64M -f 4 \
+          --depth 4 --slot "$sl" --json "$r/msg-sweep/bw-slot$sl.json"
+      done
+      mps_stop
+      grep -h -E "^\[0\] +(lat|bw|#)" "$r"/msg-lat-depth*.log "$r"/msg-bw-slot*.log ;;
     mpirun)
       # A plain mpirun (no MASTER_ADDR, no GNIO_BOOTSTRAP_*): the one-host rendezvous.
       local x=()

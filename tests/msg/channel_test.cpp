@@ -119,6 +119,10 @@ GNIO_KERNEL_TEST(Channel, WarpDepth4) {
 GNIO_KERNEL_TEST(Channel, BlockDepth8) {
   exchange_in_kernel<Block>({.tags = 1, .depth = 8, .max_message = 64 << 10});
 }
+// A depth that is not a power of two is rounded up to one (the rings are indexed by a mask).
+GNIO_KERNEL_TEST(Channel, BlockDepth3SmallSlots) {
+  exchange_in_kernel<Block>({.tags = 1, .depth = 3, .max_message = 1000});
+}
 
 /// Many channels at once: `tags` sender blocks and `tags` receiver blocks, each on its own tag,
 /// `per_tag` messages each; every message carries (tag, index) in its bytes and its size varies.

@@ -41,7 +41,7 @@ struct DeviceChannels {
   /// This rank's own counters: slots sent [to rank][tag] and consumed [from rank][tag].
   SymPtr<std::uint64_t> sent, consumed;
   int tags = 0;
-  std::uint32_t depth = 0;
+  std::uint32_t depth = 0;       ///< slots per channel: a power of two (ring indices are masks)
   std::uint64_t slot_bytes = 0;  ///< max_message rounded up to 256
   std::uint64_t max_message = 0;
 
@@ -92,27 +92,37 @@ GNIO_HD inline bool channel_valid(const Channel& c, const char* op, CallSite sit
   return false;
 }
 
-/// Slots consumed between two credits: half the ring (at least 1). A sender that sent n slots
-/// needs credit >= n + 1 - depth for the next; a receiver that consumed all n has credited at
-/// least n - interval + 1 >= n + 1 - depth, so the sender never waits on consumed slots.
+/// Slots consumed between two credits: half the ring (at least 1), a power of two. A sender
+/// that sent n slots needs credit >= n + 1 - depth for the next; a receiver that consumed all n
+/// has credited at least n - interval + 1 >= n + 1 - depth, so the sender never waits on
+/// consumed slots.
 GNIO_HD_INLINE std::uint64_t credit_interval(const DeviceChannels& s) {
   return s.depth > 1 ? s.depth / 2 : 1;
 }
 
-/// Waits (bounded) until this rank's `word` >= `value`, for the whole group; a stall report names
-/// `op` and the peer the channel waits on.
+/// Index of slot `n` of a channel's ring (depth is a power of two: no division on the path).
+GNIO_HD_INLINE std::uint64_t ring_slot(const DeviceChannels& s, std::uint64_t n) {
+  return n & (s.depth - 1);
+}
+
+/// Waits (bounded) until this rank's `word` >= `value`; every member of the group returns the
+/// same status (DeviceComm::group_status). A stall report names `op` and the peer the channel
+/// waits on. `*seen` gets the value this member's last load returned, so that a caller needs no
+/// second load of a flag it has just waited for (an L2 round trip on a message's path).
 template <class Coop>
 GNIO_HD Status wait_word(const DeviceComm& dc, SymPtr<std::uint64_t> word, std::uint64_t value,
-                         const char* op, int peer, CallSite site) {
+                         const char* op, int peer, CallSite site, std::uint64_t* seen = nullptr) {
   const std::uint64_t* w = dc.local(word);
+  std::uint64_t last = 0;
   const Status st = dc.wait_until(
-      [&](std::uint64_t& seen) {
-        seen = dev::atomic_load(w, dev::Order::Acquire);
-        return seen >= value;
+      [&](std::uint64_t& now) {
+        now = dev::atomic_load(w, dev::Order::Acquire);
+        last = now;
+        return now >= value;
       },
       op, peer, word.offset, Cmp::Ge, value, site);
-  Coop{}.sync();
-  return st;
+  if (seen != nullptr) *seen = last;
+  return dc.group_status<Coop>(st);
 }
 
 }  // namespace detail
@@ -132,16 +142,19 @@ GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallS
   std::uint64_t* sent = dc.local(s.sent + mine);
   const char* from = static_cast<const char*>(src);
   std::size_t at = 0;
+  // The counter and the credit are loaded back to back, so both round trips overlap; only a full
+  // ring (rare) then waits for a newer credit.
   std::uint64_t n = dev::atomic_load(sent, dev::Order::Relaxed);
+  std::uint64_t credited = dev::atomic_load(dc.local(s.credits + mine), dev::Order::Acquire);
   do {
     const std::size_t piece = bytes - at < s.max_message ? bytes - at : s.max_message;
     // The slot is free once the receiver consumed the message `depth` before this one.
-    if (n + 1 > s.depth) {
+    if (n + 1 > s.depth && g.any(credited < n + 1 - s.depth)) {
       const Status st = detail::wait_word<Coop>(dc, s.credits + mine, n + 1 - s.depth,
-                                                "send (credit)", ch.peer, site);
+                                                "send (credit)", ch.peer, site, &credited);
       if (st != Status::Ok) return st;
     }
-    const std::uint64_t slot = theirs * s.depth + n % s.depth;
+    const std::uint64_t slot = theirs * s.depth + detail::ring_slot(s, n);
     const bool more = at + piece < bytes;
     const std::uint64_t flag =
         ((n + 1) << 32) | (more ? detail::kSlotMore : 0) | static_cast<std::uint64_t>(piece);
@@ -153,9 +166,11 @@ GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallS
     ++n;
     at += piece;
   } while (at < bytes);
-  g.sync();  // every member read the counter before the leader moves it
+  // Every member read the counter before the leader moves it: put_signal's group barrier saw to
+  // that, but a zero-byte message is the leader's signal alone.
+  if (bytes == 0) g.sync();
   if (g.leader()) dev::atomic_store(sent, n, dev::Order::Relaxed);
-  g.sync();
+  g.sync();  // the group's next send reads the new count
   return Status::Ok;
 }
 
@@ -175,7 +190,7 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
   r.arrived = true;
   char* to = static_cast<char*>(dst);
   for (;;) {
-    const std::uint64_t slot = pair * s.depth + n % s.depth;
+    const std::uint64_t slot = pair * s.depth + ring_slot(s, n);
     const std::size_t piece = static_cast<std::size_t>(flag & kSlotBytesMask);
     // Past the buffer: nothing more is copied, and the failure is reported (which fails the
     // communicator, as every device error does).
@@ -190,24 +205,24 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
       group_copy(to + r.bytes, dc.local(s.rings.byte_offset(slot * s.slot_bytes)), piece, g);
     r.bytes += piece;
     ++n;
+    // Only this rank's receives read `consumed`, each after the barrier below: stored before it,
+    // the store leaves the message's path.
+    if (g.leader()) dev::atomic_store(dc.local(s.consumed + pair), n, dev::Order::Relaxed);
     g.sync();  // every member is done with the slot before the sender may reuse it
-    if (g.leader()) {
-      dev::atomic_store(dc.local(s.consumed + pair), n, dev::Order::Relaxed);
-      // Credits go back every credit_interval() slots, not each one: a credit is a signal with a
-      // system-wide release, the costliest step of a small message. The sender still never
-      // waits on a receiver that has consumed everything (see credit_interval()).
-      if (n % credit_interval(s) == 0) dc.signal(s.credits + back, n, SignalOp::Set, ch.peer, site);
-    }
-    if ((flag & kSlotMore) == 0) break;
+    // Credits go back every credit_interval() slots, not each one: a credit is a signal with a
+    // system-wide release, the costliest step of a small message. The sender still never waits
+    // on a receiver that has consumed everything (see credit_interval()).
+    if (g.leader() && (n & (credit_interval(s) - 1)) == 0)
+      dc.signal(s.credits + back, n, SignalOp::Set, ch.peer, site);
+    if ((flag & kSlotMore) == 0) return r;  // whole; the barrier above ordered `consumed`
     // The next slot of the same message.
-    const std::uint64_t next = pair * s.depth + n % s.depth;
-    const Status st = wait_word<Coop>(dc, s.flags + next, (n + 1) << 32, op, ch.peer, site);
+    const std::uint64_t next = pair * s.depth + ring_slot(s, n);
+    const Status st = wait_word<Coop>(dc, s.flags + next, (n + 1) << 32, op, ch.peer, site, &flag);
     if (st != Status::Ok) {
       r.status = st;
       r.arrived = false;  // not whole
       break;
     }
-    flag = dev::atomic_load(dc.local(s.flags + next), dev::Order::Acquire);
   }
   g.sync();
   return r;
@@ -230,17 +245,21 @@ GNIO_HD Received receive(const Channel& ch, void* dst, std::size_t max_bytes, bo
   const DeviceComm& dc = s.comm;
   const std::uint64_t pair = pair_index(ch, ch.peer);
   const std::uint64_t n = dev::atomic_load(dc.local(s.consumed + pair), dev::Order::Relaxed);
-  const SymPtr<std::uint64_t> flag_word = s.flags + (pair * s.depth + n % s.depth);
+  const SymPtr<std::uint64_t> flag_word = s.flags + (pair * s.depth + ring_slot(s, n));
   const std::uint64_t first = (n + 1) << 32;  // the flag value of message n's first slot
+  // A slot's flag changes only after this receiver credits the slot, so every member that saw
+  // the message holds the same flag value.
+  std::uint64_t flag = 0;
   if (wait) {
-    r.status = wait_word<Coop>(dc, flag_word, first, op, ch.peer, site);
+    r.status = wait_word<Coop>(dc, flag_word, first, op, ch.peer, site, &flag);
     if (r.status != Status::Ok) return r;
-  } else if (!Coop{}.any(dev::atomic_load(dc.local(flag_word), dev::Order::Acquire) >= first)) {
-    // Every member agreed nothing is there (the flag may land between two members' loads: any()
-    // makes them agree; one that saw it late reads it again below, flags only grow).
-    return r;
+  } else {
+    flag = dev::atomic_load(dc.local(flag_word), dev::Order::Acquire);
+    // Every member agrees whether it is there (the flag may land between two members' loads:
+    // one that saw it late reads it again, after a member that saw it; flags only grow).
+    if (!Coop{}.any(flag >= first)) return r;
+    if (flag < first) flag = dev::atomic_load(dc.local(flag_word), dev::Order::Acquire);
   }
-  const std::uint64_t flag = dev::atomic_load(dc.local(flag_word), dev::Order::Acquire);
   return take_message<Coop>(ch, n, flag, dst, max_bytes, op, site);
 }
 

@@ -393,17 +393,25 @@ GNIO_HD inline std::uint64_t DeviceComm::signal_read(SymPtr<std::uint64_t> sig) 
 }
 
 template <class Coop>
+GNIO_HD inline Status DeviceComm::group_status(Status own) const {
+  if (!Coop{}.any(own != Status::Ok)) return Status::Ok;
+  if (own != Status::Ok) return own;
+  // This member's wait succeeded, another's failed: that one reported (which raises the abort
+  // word) or saw the abort itself.
+  return aborted() ? abort_status() : Status::Timeout;
+}
+
+template <class Coop>
 GNIO_HD inline Status DeviceComm::wait_signal(SymPtr<std::uint64_t> sig, Cmp cmp,
                                               std::uint64_t value, CallSite site) const {
   std::uint64_t* s = local(sig);
-  Status st = wait_until(
+  const Status st = wait_until(
       [&](std::uint64_t& seen) {
         seen = dev::atomic_load(s, dev::Order::Acquire);
         return compare(seen, cmp, value);
       },
       "wait_signal", -1, sig.offset, cmp, value, site);
-  Coop{}.sync();
-  return st;
+  return group_status<Coop>(st);
 }
 
 GNIO_HD inline bool DeviceComm::test(SymPtr<std::uint64_t> sig, Cmp cmp,
@@ -518,8 +526,7 @@ GNIO_HD inline Status DeviceComm::sync(const Team& team, CallSite site) const {
         },
         "sync", team.world_rank(i), (team.sync_flags + i).offset, Cmp::Ge, epoch, site);
   }
-  g.sync();
-  return st;
+  return group_status<Coop>(st);
 }
 
 template <class Coop>
