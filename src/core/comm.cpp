@@ -351,7 +351,7 @@ void CommImpl::dump_flight(FlightDump reason, const std::string& detail) noexcep
 void CommImpl::on_link_lost(int rank) noexcept {
   std::lock_guard<std::mutex> lock(loss_mutex);
   // A rank the watcher declared lost, or any earlier abort, keeps its code and rank.
-  if (lost_rank >= 0 || dev::atomic_load(&control->abort, dev::Order::Acquire) != 0) return;
+  if (lost_rank >= 0 || control_stopped(*control, dev::Order::Acquire)) return;
   abort_device_for(rank);
 }
 
@@ -576,8 +576,7 @@ Window Comm::register_buffer(void* ptr, std::size_t bytes) {
   ctx.mutex = &c.mutex;
   ctx.aborted = [weak = std::weak_ptr<detail::CommImpl>(impl_)] {
     auto comm = weak.lock();
-    return !comm || comm->aborted.load() ||
-           dev::atomic_load(&comm->control->abort, dev::Order::Acquire) != 0;
+    return !comm || comm->aborted.load() || control_stopped(*comm->control, dev::Order::Acquire);
   };
   ctx.stream = c.internal_stream();
   ctx.stats = &c.window_stats;
@@ -809,8 +808,7 @@ void Comm::abort() noexcept {
 }
 
 bool Comm::aborted() const noexcept {
-  return impl_->aborted.load() ||
-         dev::atomic_load(&impl_->control->abort, dev::Order::Acquire) != 0;
+  return impl_->aborted.load() || control_stopped(*impl_->control, dev::Order::Acquire);
 }
 
 // ------------------------------------------------------------------------------------------------

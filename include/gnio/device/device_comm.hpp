@@ -213,7 +213,7 @@ struct DeviceComm {
   // ======== failure state ========
   /// True when the host aborted the communicator or a device error was recorded.
   GNIO_HD_INLINE bool aborted() const {
-    return control_ && dev::atomic_load(&control_->abort, dev::Order::Relaxed) != 0;
+    return control_ && control_stopped(*control_, dev::Order::Relaxed);
   }
   /// What a wait that saw the abort word returns: RemoteError when a rank was lost, else Aborted.
   GNIO_HD_INLINE Status abort_status() const {

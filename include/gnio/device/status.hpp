@@ -57,18 +57,27 @@ struct StallRecord {
 };
 
 /// DeviceControl::abort values.
-inline constexpr std::uint32_t kAbortByHost = 1;       ///< Comm::abort()
-inline constexpr std::uint32_t kAbortDeviceError = 2;  ///< a device error was recorded
-inline constexpr std::uint32_t kAbortPeerLost = 3;     ///< a rank died; failed_rank names it
+inline constexpr std::uint32_t kAbortByHost = 1;    ///< Comm::abort()
+inline constexpr std::uint32_t kAbortPeerLost = 3;  ///< a rank died; failed_rank names it
 
-/// Control words shared between the host and every kernel of a communicator (host-mapped).
+/// Control words shared between the host and every kernel of a communicator (host-mapped). No
+/// word here is ever read-modify-written: a GPU may reach host memory over PCIe, where atomics on
+/// it are not guaranteed (compute-sanitizer's memcheck refuses them), so each word has writers of
+/// one kind and plain (release) stores.
 struct DeviceControl {
-  /// 0 = running; non-zero = stop waiting (one of the kAbort* values).
-  /// Written with plain (release) stores by either side, never read-modify-written.
+  /// 0 = running; non-zero = stop waiting (one of the kAbort* values). Written by the host only.
   std::uint32_t abort;
   /// The lost rank when abort == kAbortPeerLost; written (relaxed) by the host before abort.
   std::uint32_t failed_rank;
+  /// 1 once an error was recorded (a device wait's report, or the proxy's transport failure):
+  /// every later wait stops. Only ever goes from 0 to 1.
+  std::uint32_t error;
   StallRecord stall;
 };
+
+/// True once the communicator's waits must stop: an abort, or a recorded error (either side).
+GNIO_HD_INLINE bool control_stopped(const DeviceControl& c, dev::Order order) {
+  return dev::atomic_load(&c.abort, order) != 0 || dev::atomic_load(&c.error, order) != 0;
+}
 
 }  // namespace gnio

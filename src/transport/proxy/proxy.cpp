@@ -122,7 +122,7 @@ bool Proxy::drain() {
   backend_.copy(&posted, handle_.tail, sizeof(posted), stream_);
   backend_.stream_synchronize(stream_);
   for (;;) {
-    if (failed() || dev::atomic_load(&control_->abort, dev::Order::Acquire) != 0) return true;
+    if (failed() || control_stopped(*control_, dev::Order::Acquire)) return true;
     if (dev::atomic_load(&ring_->done, dev::Order::Acquire) >= posted) return true;
     if (deadline.expired()) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -154,7 +154,7 @@ void Proxy::fail_transport(const std::string& what, int lost_peer) {
     // Device waits (credits, quiet, signals that will never come) end now, naming the peer
     // whose link was lost. A lost-rank abort that came first keeps its code and rank.
     if (lost_peer >= 0 && on_link_lost_) on_link_lost_(lost_peer);
-    dev::atomic_compare_swap(&control_->abort, 0u, kAbortDeviceError, dev::Order::AcqRel);
+    dev::atomic_store(&control_->error, 1u, dev::Order::Release);
   }
   GNIO_WARN(Proxy, "%s", what.c_str());
 }

@@ -61,9 +61,9 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::report(Status status, const char* 
     detail::copy_tail(r.op, sizeof(r.op), op);
     detail::copy_tail(r.file, sizeof(r.file), site.file);
     dev::atomic_store(&r.state, 2u, dev::Order::Release);
-    // Every later wait of the communicator sees this and returns Status::Aborted. An abort
-    // already raised (a lost rank: later waits must keep saying RemoteError and name it) stays.
-    (void)dev::atomic_compare_swap(&control_->abort, 0u, kAbortDeviceError, dev::Order::Release);
+    // Every later wait of the communicator sees this and returns Status::Aborted (RemoteError
+    // when the host marked a rank lost: that word is the host's, and stays as it set it).
+    dev::atomic_store(&control_->error, 1u, dev::Order::Release);
   }
 }
 

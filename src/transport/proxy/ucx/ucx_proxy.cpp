@@ -372,7 +372,7 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
 UcxProxy::~UcxProxy() {
   stop_.store(true, std::memory_order_release);
   if (thread_.joinable()) thread_.join();
-  if (!failed() && dev::atomic_load(&control_->abort, dev::Order::Acquire) == 0) {
+  if (!failed() && !control_stopped(*control_, dev::Order::Acquire)) {
     try {
       bootstrap_.barrier();
     } catch (const std::exception& e) {
