@@ -124,9 +124,12 @@ GNIO_KERNEL_TEST(Channel, BlockDepth3SmallSlots) {
   exchange_in_kernel<Block>({.tags = 1, .depth = 3, .max_message = 1000});
 }
 
-/// Many channels at once: `tags` sender blocks and `tags` receiver blocks, each on its own tag,
-/// `per_tag` messages each; every message carries (tag, index) in its bytes and its size varies.
-GNIO_KERNEL_TEST(Channel, ManyChannelsAtOnce) {
+/// Many channels at once: kTags senders and kTags receivers (groups of type Coop, two per warp
+/// for Tile<16>: both tiles of a warp call together, each on its own tag, so the credit waits of
+/// the two differ), each on its own tag, kPerTag messages each; every message carries (tag,
+/// index) in its bytes and its size varies.
+template <class Coop>
+void many_channels_at_once() {
   gnio::Comm& c = comm();
   const int n = c.size(), me = c.rank();
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
@@ -140,20 +143,23 @@ GNIO_KERNEL_TEST(Channel, ManyChannelsAtOnce) {
   c.fill(bad, 0, sizeof(unsigned long long), stream());
   c.synchronize(stream());
   const DeviceChannels d = set.device();
-  gnio::launch(stream(), {.grid = 2 * kTags, .block = group_threads<Warp>()}, [=] GNIO_HD() {
-    const int tag = static_cast<int>(gnio::dev::block()) % kTags;
-    const bool sender = gnio::dev::block() < static_cast<unsigned>(kTags);
+  constexpr int kGroupsPerBlock = static_cast<int>(gnio::kWarpSize / Coop::size());
+  constexpr int kBlocks = kTags / kGroupsPerBlock;
+  gnio::launch(stream(), {.grid = 2 * kBlocks, .block = gnio::kWarpSize}, [=] GNIO_HD() {
+    const int group = static_cast<int>(gnio::dev::thread() / Coop::size());
+    const int tag = static_cast<int>(gnio::dev::block()) % kBlocks * kGroupsPerBlock + group;
+    const bool sender = gnio::dev::block() < static_cast<unsigned>(kBlocks);
     std::uint8_t* mine = (sender ? src : dst) + tag * kMax;
-    const Warp w;
+    const Coop w;
     for (int k = 0; k < kPerTag; ++k) {
       const std::size_t bytes = 1 + (static_cast<std::size_t>(k) * 37 + tag * 11) % kMax;
       if (sender) {
         for (std::size_t i = w.rank(); i < bytes; i += w.size())
           mine[i] = pattern_byte(me, i, static_cast<unsigned>(tag * 1000 + k));
         w.sync();
-        if (gnio::send<Warp>(d.channel(next, tag), mine, bytes) != Status::Ok) return;
+        if (gnio::send<Coop>(d.channel(next, tag), mine, bytes) != Status::Ok) return;
       } else {
-        const Received r = gnio::recv<Warp>(d.channel(prev, tag), mine, kMax);
+        const Received r = gnio::recv<Coop>(d.channel(prev, tag), mine, kMax);
         unsigned long long wrong = r.status != Status::Ok || r.bytes != bytes;
         for (std::size_t i = w.rank(); !wrong && i < bytes; i += w.size())
           wrong += mine[i] != pattern_byte(prev, i, static_cast<unsigned>(tag * 1000 + k));
@@ -171,6 +177,15 @@ GNIO_KERNEL_TEST(Channel, ManyChannelsAtOnce) {
   c.free_device(src);
   c.free_device(dst);
   c.free_device(bad);
+}
+
+GNIO_KERNEL_TEST(Channel, ManyChannelsAtOnce) {
+  many_channels_at_once<Warp>();
+}
+// Two tiles per warp, each with its own channel (on the host backend they share the warp's
+// barrier: every send must cost both the same number of barriers, whatever credit each saw).
+GNIO_KERNEL_TEST(Channel, ManyChannelsTwoTilesPerWarp) {
+  many_channels_at_once<gnio::Tile<16>>();
 }
 
 /// try_recv: nothing there gives arrived == false (no wait); a sent message is then taken whole.

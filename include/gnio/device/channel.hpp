@@ -105,13 +105,13 @@ GNIO_HD_INLINE std::uint64_t ring_slot(const DeviceChannels& s, std::uint64_t n)
   return n & (s.depth - 1);
 }
 
-/// Waits (bounded) until this rank's `word` >= `value`; every member of the group returns the
-/// same status (DeviceComm::group_status). A stall report names `op` and the peer the channel
-/// waits on. `*seen` gets the value this member's last load returned, so that a caller needs no
-/// second load of a flag it has just waited for (an L2 round trip on a message's path).
-template <class Coop>
-GNIO_HD Status wait_word(const DeviceComm& dc, SymPtr<std::uint64_t> word, std::uint64_t value,
-                         const char* op, int peer, CallSite site, std::uint64_t* seen = nullptr) {
+/// This member's wait (bounded) until this rank's `word` >= `value`; no group barrier. A stall
+/// report names `op` and the peer the channel waits on. `*seen` gets the value the last load
+/// returned, so that a caller needs no second load of a flag it has just waited for (an L2 round
+/// trip on a message's path).
+GNIO_HD inline Status wait_word_member(const DeviceComm& dc, SymPtr<std::uint64_t> word,
+                                       std::uint64_t value, const char* op, int peer, CallSite site,
+                                       std::uint64_t* seen) {
   const std::uint64_t* w = dc.local(word);
   std::uint64_t last = 0;
   const Status st = dc.wait_until(
@@ -122,7 +122,15 @@ GNIO_HD Status wait_word(const DeviceComm& dc, SymPtr<std::uint64_t> word, std::
       },
       op, peer, word.offset, Cmp::Ge, value, site);
   if (seen != nullptr) *seen = last;
-  return dc.group_status<Coop>(st);
+  return st;
+}
+
+/// wait_word_member() for every member, then one group barrier: the members agree whether the
+/// wait succeeded (DeviceComm::group_status).
+template <class Coop>
+GNIO_HD Status wait_word(const DeviceComm& dc, SymPtr<std::uint64_t> word, std::uint64_t value,
+                         const char* op, int peer, CallSite site, std::uint64_t* seen = nullptr) {
+  return dc.group_status<Coop>(wait_word_member(dc, word, value, op, peer, site, seen));
 }
 
 }  // namespace detail
@@ -148,10 +156,16 @@ GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallS
   std::uint64_t credited = dev::atomic_load(dc.local(s.credits + mine), dev::Order::Acquire);
   do {
     const std::size_t piece = bytes - at < s.max_message ? bytes - at : s.max_message;
-    // The slot is free once the receiver consumed the message `depth` before this one.
-    if (n + 1 > s.depth && g.any(credited < n + 1 - s.depth)) {
-      const Status st = detail::wait_word<Coop>(dc, s.credits + mine, n + 1 - s.depth,
-                                                "send (credit)", ch.peer, site, &credited);
+    // The slot is free once the receiver consumed the message `depth` before this one. Each
+    // member that has not yet seen that credit waits for it itself, then one group barrier (the
+    // same count whatever each saw: tiles of one warp share the host backend's barrier).
+    if (n + 1 > s.depth) {
+      const std::uint64_t needed = n + 1 - s.depth;
+      Status st = Status::Ok;
+      if (credited < needed)
+        st = detail::wait_word_member(dc, s.credits + mine, needed, "send (credit)", ch.peer, site,
+                                      &credited);
+      st = dc.group_status<Coop>(st);
       if (st != Status::Ok) return st;
     }
     const std::uint64_t slot = theirs * s.depth + detail::ring_slot(s, n);

@@ -165,7 +165,7 @@ struct DeviceComm {
   /// Reads this rank's signal word.
   GNIO_HD std::uint64_t signal_read(SymPtr<std::uint64_t> sig) const;
   /// Waits until this rank's `sig` compares true against `value`. Bounded (see file comment).
-  /// A group's members return the same status (Ok only when every member's wait succeeded).
+  /// A group's members agree whether it succeeded: Ok on every member or on none.
   template <class Coop = Thread>
   GNIO_HD Status wait_signal(SymPtr<std::uint64_t> sig, Cmp cmp, std::uint64_t value,
                              CallSite site = {}) const;
@@ -203,10 +203,11 @@ struct DeviceComm {
   template <class Coop = Thread>
   GNIO_HD Status barrier(const Team& team, CallSite site = {}) const;
 
-  /// The status every member of a group returns after waits each member did on its own: Ok when
-  /// all succeeded, else the member's own failure, or (for a member whose wait succeeded) the
-  /// abort the failing member raised. A group barrier (Coop::any): callers branch on the result,
-  /// and members that branched apart would meet the group's next barrier on different paths.
+  /// The status a member of a group returns after waits each member did on its own: Ok when all
+  /// succeeded, else the member's own failure, or (for a member whose wait succeeded) the abort
+  /// the failing member raised. So the members agree on Ok versus not Ok (which failure each
+  /// names may differ): branch on `!= Status::Ok`, and members never meet the group's next
+  /// barrier on different paths. A group barrier (Coop::any).
   template <class Coop>
   GNIO_HD Status group_status(Status own) const;
 
