@@ -62,13 +62,9 @@ struct Case {
   std::string algo = "auto";
 };
 
-bool reducing(CollKind k) {
-  return k == CollKind::AllReduce || k == CollKind::ReduceScatter || k == CollKind::Reduce;
-}
-
 std::string describe(const Case& c) {
   std::string s = std::string(gnio::to_string(c.kind)) + " " + gnio::to_string(c.type);
-  if (reducing(c.kind)) s += std::string(" ") + gnio::to_string(c.op);
+  if (gnio_bench::is_reducing(c.kind)) s += std::string(" ") + gnio::to_string(c.op);
   s += " count " + std::to_string(c.count);
   if (c.kind == CollKind::Broadcast || c.kind == CollKind::Reduce)
     s += " root " + std::to_string(c.root);

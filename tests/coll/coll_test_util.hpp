@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -37,13 +36,8 @@ using gnio_bench::mix;
 inline std::size_t count_wrong(const std::vector<std::uint8_t>& got,
                                const std::vector<std::uint8_t>& want, std::size_t es,
                                const std::string& what) {
-  if (got.size() == want.size() && std::memcmp(got.data(), want.data(), got.size()) == 0)
-    return 0;  // the common case, one pass; the element walk below only names what differs
-  std::size_t wrong = 0;
-  const std::size_t elems = got.size() / es;
-  for (std::size_t e = 0; e < elems; ++e) {
-    if (std::memcmp(got.data() + e * es, want.data() + e * es, es) != 0) {
-      if (wrong < 4) {
+  return gnio_bench::count_wrong_elements(
+      got.data(), want.data(), got.size(), es, 4, [&](std::size_t e) {
         std::string g, w;
         char buf[8];
         for (std::size_t b = 0; b < es; ++b) {
@@ -53,11 +47,7 @@ inline std::size_t count_wrong(const std::vector<std::uint8_t>& got,
           w += buf;
         }
         ADD_FAILURE() << what << ": element " << e << " is 0x" << g << ", expected 0x" << w;
-      }
-      ++wrong;
-    }
-  }
-  return wrong;
+      });
 }
 
 }  // namespace coll_test

@@ -101,6 +101,8 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
 jobs=$(nproc)
+# NCCL refuses two ranks on one GPU: steps that compare with it need two.
+gpu_count=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 B=$root/build-gpu
 R=$B/tools/gnio-run/gnio-run
 P=$B/tools/gnio-perf/gnio-perf
@@ -213,9 +215,8 @@ run_step() {
     rma) step rma env BUILD="$B" OUT="$r/rma" bench/run-rma.sh ;;
     probe) [ -x "$B/bench/tools/gnio-p2p-probe" ] && step probe "$B/bench/tools/gnio-p2p-probe" ;;
     quick)
-      # NCCL refuses two ranks on one GPU: the NCCL comparison needs two.
       local vs=--vs-nccl
-      [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -lt 2 ] && vs=
+      [ "$gpu_count" -lt 2 ] && vs=
       step quick bash -c "$R -n 2 -- $P rma --quick && $R -n 2 -- $P coll --quick $vs" ;;
     coll-kernel)
       mkdir -p "$r/coll-kernel"
@@ -529,9 +530,8 @@ run_step() {
         "$B/tools/gnio-info/gnio-info" --json
       step mpirun-ping env -u MASTER_ADDR -u MASTER_PORT timeout 60 mpirun "${x[@]}" -np 2 \
         "$B/examples/ping_pong/ping_pong" 1000
-      # NCCL refuses two ranks on one GPU: on one GPU gnio's creation is timed alone.
-      local no_nccl=()
-      [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -lt 2 ] && no_nccl=(--no-nccl)
+      local no_nccl=()  # on one GPU gnio's creation is timed alone
+      [ "$gpu_count" -lt 2 ] && no_nccl=(--no-nccl)
       step mpirun-create-time env -u MASTER_ADDR -u MASTER_PORT timeout 60 mpirun "${x[@]}" -np 2 \
         "$B/bench/init/init_bench" 5 "${no_nccl[@]}"
       step gnio-run-create-time "$R" -n 2 -- "$B/bench/init/init_bench" 5 "${no_nccl[@]}" ;;

@@ -396,8 +396,8 @@ template <class Coop>
 GNIO_HD inline Status DeviceComm::group_status(Status own) const {
   if (!Coop{}.any(own != Status::Ok)) return Status::Ok;
   if (own != Status::Ok) return own;
-  // This member's wait succeeded, another's failed: that one reported (which raises the abort
-  // word) or saw the abort itself.
+  // This member's wait succeeded, another's failed: that one reported (which sets the error
+  // word) or saw an abort or an error itself.
   return aborted() ? abort_status() : Status::Timeout;
 }
 
