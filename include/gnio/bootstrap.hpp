@@ -6,9 +6,10 @@
 // How it works: a root service (a thread in the process that called create_unique_id(), or in
 // rank 0 for from_env()) collects every rank's listener address and hands each rank the full
 // table; it then exits. Ranks talk to each other directly over one-way connections opened on
-// first use. Collectives run over those connections (ring allgather, binomial-tree broadcast,
-// dissemination barrier); each rank has one progress thread that accepts connections and reads
-// incoming messages, so senders never wait for the receiving application thread.
+// first use. Collectives run over those connections in log2(size) rounds (Bruck's allgather, or a
+// ring when the slots are too large for its messages; binomial-tree broadcast; dissemination
+// barrier); each rank has one progress thread that accepts connections and reads incoming
+// messages, so senders never wait for the receiving application thread.
 //
 // Security: the bootstrap is meant for a trusted network. The job token keeps jobs apart and lets
 // listeners drop port scanners and stray clients without disturbing the job; it travels in clear

@@ -1,5 +1,5 @@
-// Bootstrap operations on 1, 2, 4 and 8 ranks, with every byte checked against a pattern that is
-// never zero. The ranks are forked children of the test process; the unique id comes from a
+// Bootstrap operations on 1, 2, 3, 4, 5 and 8 ranks, with every byte checked against a pattern that
+// is never zero. The ranks are forked children of the test process; the unique id comes from a
 // RootHost child (create_unique_id() there), which the test process holds and hands to the ranks.
 #include <gtest/gtest.h>
 
@@ -147,7 +147,25 @@ TEST_P(Collectives, AllOperationsCarryTheRightBytes) {
   for (int i = 0; i < n; ++i) EXPECT_EQ(codes[i], 0) << "rank " << i << " of " << n;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 4, 8));
+// 3 and 5: sizes that are not powers of two, where the allgather's last round carries fewer slots
+// than the one before.
+INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 3, 4, 5, 8));
+
+// Slots too large for the log-round allgather's last message (4 slots of 4 KiB over 8 ranks, with
+// frames limited to 8 KiB) go round the ring instead, with the same bytes.
+TEST(Collectives, AllgatherOfLargeSlotsTakesTheRing) {
+  const int n = 8;
+  RootHost root;  // the test process stays single-threaded: it forks the ranks
+  const UniqueId& id = root.id();
+  auto codes = run_ranks(iota_ranks(n), [&](int r) {
+    ::setenv("GNIO_BOOTSTRAP_MAX_MSG", "8K", 1);
+    auto b = Bootstrap::create(id, r, n);
+    if (int rc = check_allgather(*b, 4096, 1)) return rc;  // ring
+    if (int rc = check_allgather(*b, 2048, 2)) return rc;  // 4 x 2 KiB fits: log rounds
+    return check_allgather(*b, 8192, 3);                   // the largest slot allowed: ring
+  });
+  for (int i = 0; i < n; ++i) EXPECT_EQ(codes[i], 0) << "rank " << i;
+}
 
 // Barriers really wait: no rank leaves before the last one entered.
 TEST(Collectives, BarrierWaitsForTheLastRank) {

@@ -1,11 +1,13 @@
 // A buffered reader over one non-blocking socket: small reads (frame headers, small puts, acks)
 // come out of a buffer that one system call fills with whatever the socket holds, so a burst of
 // small messages costs one recv, not two per message; a large read goes straight from the socket
-// into its destination. One thread owns a reader.
+// into its destination. One thread owns a reader. The buffer is allocated at the first read that
+// needs it and left uninitialised, so a connection costs memory only for the bytes that actually
+// passed through it (a rank holds a reader per connection: one per lane and remote peer).
 #pragma once
 
 #include <cstddef>
-#include <vector>
+#include <memory>
 
 #include "base/deadline.hpp"
 #include "bootstrap/socket.hpp"
@@ -25,7 +27,8 @@ class SocketReader {
   std::size_t buffered() const { return end_ - begin_; }
 
  private:
-  std::vector<char> buf_;
+  std::unique_ptr<char[]> buf_;  // capacity_ bytes once a small read needed it
+  std::size_t capacity_;
   std::size_t begin_ = 0, end_ = 0;
 };
 
