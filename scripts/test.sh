@@ -47,9 +47,9 @@ run_suite() {  # build_dir ctest-args...
   (cd "$dir" && ctest --output-on-failure --timeout 1200 -j "${TEST_JOBS:-2}" "$@")
 }
 stage setup-deps "$root/scripts/setup-deps.sh"
-# Layering (scripts/check-layers.py): no new violation lands; the 5 known ones are the symmetric
-# heap's casts to the cuda backend (2 files) and gnio-run's use of the base layer's Deadline.
-stage layers python3 "$root/scripts/check-layers.py" --allow 5
+# Layering (scripts/check-layers.py): no new violation lands; the 4 known ones are the symmetric
+# heap's includes of and casts to the cuda backend (2 files).
+stage layers python3 "$root/scripts/check-layers.py" --allow 4
 gpus=0
 if command -v nvidia-smi >/dev/null; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
 if [ "$gpus" -gt 0 ]; then

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -31,7 +32,6 @@
 #include <string_view>
 #include <vector>
 
-#include "base/deadline.hpp"
 #include "gnio/config.hpp"
 #include "gnio/error.hpp"
 #include "gnio/log.hpp"
@@ -41,6 +41,33 @@ extern char** environ;
 
 namespace gnio::run {
 namespace {
+
+/// A point in time after which one of gnio-run's waits gives up; a zero or negative span never
+/// expires (--timeout 0). The tool keeps its own: it uses only gnio's public headers.
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static Deadline after(double seconds) {
+    Deadline d;
+    d.infinite_ = seconds <= 0;
+    if (!d.infinite_)
+      d.at_ = Clock::now() +
+              std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    return d;
+  }
+  bool expired() const { return !infinite_ && Clock::now() >= at_; }
+  /// Milliseconds left, clamped to [0, cap_ms]; cap_ms when it never expires.
+  int remaining_ms(int cap_ms) const {
+    if (infinite_) return cap_ms;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(at_ - Clock::now()).count();
+    return left < 0 ? 0 : left > cap_ms ? cap_ms : static_cast<int>(left);
+  }
+
+ private:
+  bool infinite_ = true;
+  Clock::time_point at_{};
+};
 
 /// Exit status for bad command-line arguments.
 constexpr int kExitUsage = 2;
