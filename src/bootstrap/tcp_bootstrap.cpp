@@ -675,13 +675,15 @@ void TcpBootstrap::allgather(void* buf, std::size_t bytes) {
   if (size_ == 1) return;
   auto* base = static_cast<unsigned char*>(buf);
   const auto flags = static_cast<std::uint16_t>(CollKind::Allgather);
-  // Bruck's allgather in ceil(log2 size) rounds whenever its largest message (the last round's,
-  // at most half the ranks' slots) fits in a frame; the ring's size-1 steps otherwise. Both move
+  // Bruck's allgather in ceil(log2 size) rounds whenever its largest message (at most half the
+  // ranks' slots) fits in a frame; the ring's size-1 steps otherwise. Both move
   // size-1 slots per rank; the rounds decide the latency at scale (14 instead of 16 383 at 16 k
   // ranks). Every rank makes the same choice: it depends on the size and the slot bytes only.
-  int top = 1;  // the largest power of two below size_
+  // Round d carries min(d, size - d) slots: the last round (d = top, the largest power of two
+  // below size) carries size - top, the one before top / 2.
+  int top = 1;
   while (top * 2 < size_) top *= 2;
-  const std::size_t largest = static_cast<std::size_t>(size_ - top) * bytes;
+  const std::size_t largest = static_cast<std::size_t>(std::max(top / 2, size_ - top)) * bytes;
   if (largest <= max_msg_) {
     collective(CollKind::Allgather, [&](std::int32_t seq, const Deadline& deadline) {
       // held[j] is rank (rank_ - j)'s slot. Round d passes the first min(d, size - d) held slots

@@ -151,10 +151,11 @@ TEST_P(Collectives, AllOperationsCarryTheRightBytes) {
 // than the one before.
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 3, 4, 5, 8));
 
-// Slots too large for the log-round allgather's last message (4 slots of 4 KiB over 8 ranks, with
-// frames limited to 8 KiB) go round the ring instead, with the same bytes.
+// Slots too large for the log-round allgather's largest message (over 9 ranks its rounds carry 1,
+// 2, 4 and 1 slots: 4 x 4 KiB with frames limited to 8 KiB) go round the ring instead, with the
+// same bytes.
 TEST(Collectives, AllgatherOfLargeSlotsTakesTheRing) {
-  const int n = 8;
+  const int n = 9;
   RootHost root;  // the test process stays single-threaded: it forks the ranks
   const UniqueId& id = root.id();
   auto codes = run_ranks(iota_ranks(n), [&](int r) {
