@@ -10,12 +10,12 @@
 //   mpirun -np 2 init_bench [repetitions] [--no-nccl]   (--no-nccl: gnio only, e.g. when NCCL
 //                                                       refuses two ranks on one GPU)
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "common/creation_timing.hpp"
 #include "common/nccl_dl.hpp"
 #include "gnio/comm.hpp"
 
@@ -23,31 +23,10 @@
 #include <cuda_runtime.h>
 #endif
 
-namespace {
-
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-/// The slowest rank's value.
-double max_over_ranks(gnio::Bootstrap& bs, double v) {
-  std::vector<double> all(bs.size());
-  all[bs.rank()] = v;
-  bs.allgather(all.data(), sizeof(double));
-  return *std::max_element(all.begin(), all.end());
-}
-
-struct Summary {
-  double median, min, max;
-};
-Summary summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front(), v.back()};
-}
-
-}  // namespace
+using gnio_bench::max_over_ranks;
+using gnio_bench::now_ms;
+using gnio_bench::summarize;
+using gnio_bench::Summary;
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
@@ -57,19 +36,8 @@ int main(int argc, char** argv) {
   gnio::Comm coord = gnio::Comm::from_env();
   gnio::Bootstrap& bs = coord.bootstrap();
   const int rank = coord.rank(), size = coord.size();
-  std::vector<double> gnio_ms, nccl_ms;
-  for (int r = 0; r < reps; ++r) {
-    gnio::UniqueId id{};
-    if (rank == 0) id = gnio::create_unique_id();
-    bs.broadcast(&id, sizeof(id), 0);
-    bs.barrier();
-    double t0 = now_ms();
-    {
-      gnio::Comm c = gnio::Comm::from_unique_id(id, rank, size);
-      gnio_ms.push_back(max_over_ranks(bs, now_ms() - t0));
-    }
-    bs.barrier();
-  }
+  const std::vector<double> gnio_ms = gnio_bench::time_creation_from_unique_id(bs, reps);
+  std::vector<double> nccl_ms;
   // Comm::from_env() as the launcher starts it (gnio-run, torchrun, mpirun through PMIx, a
   // rendezvous file): the same creation plus the launcher's rendezvous.
   std::vector<double> env_ms;

@@ -6,11 +6,12 @@
 // Per rank, measured around the communicator this program joins first (Comm::from_env): threads
 // (/proc/self/task), open file descriptors and the sockets among them (/proc/self/fd), and
 // resident memory (VmRSS), each as the growth from before creation to after the first allreduce
-// (connections made on first use count). Then, over R repetitions after a barrier: the time to
-// create a second communicator from a unique id (the slowest rank's, as in init_bench), and a
-// 1 KiB float allreduce (median per call over 20 eager calls after 3 warm-ups, every element
-// checked: integer-valued floats whose sums are exact). Rank 0 prints one line per figure and,
-// with --json, one JSON object (bench/scale-fit.py reads them).
+// (connections made on first use count); the first allreduce is a 1 KiB float allreduce timed as
+// the average per call of 20 eager calls after 3 warm-ups (every element checked: integer-valued
+// floats whose sums are exact). Then the time to create a second communicator from a unique id,
+// the slowest rank's, median of R repetitions (bench/common/creation_timing.hpp, as init_bench).
+// Rank 0 prints one line per figure and, with --json, one JSON object (bench/scale-fit.py reads
+// them).
 #include <dirent.h>
 #include <unistd.h>
 
@@ -23,17 +24,14 @@
 #include <string>
 #include <vector>
 
+#include "common/creation_timing.hpp"
 #include "gnio/coll.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/stream.hpp"
 
 namespace {
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using gnio_bench::now_ms;
 
 /// This process's threads, open descriptors, sockets among them and resident kilobytes.
 struct Footprint {
@@ -78,11 +76,6 @@ std::vector<double> gather(gnio::Bootstrap& bs, double v) {
   all[static_cast<std::size_t>(bs.rank())] = v;
   bs.allgather(all.data(), sizeof(double));
   return all;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct Spread {
@@ -160,20 +153,8 @@ int main(int argc, char** argv) {
   std::uint64_t wrong = allreduce_errors(comm, stream, send, recv, kCount, 20, &ar_us);
   const Footprint after = footprint();
 
-  std::vector<double> create_ms;
-  for (int r = 0; r < reps; ++r) {
-    gnio::UniqueId id{};
-    if (rank == 0) id = gnio::create_unique_id();
-    bs.broadcast(&id, sizeof(id), 0);
-    bs.barrier();
-    const double t0 = now_ms();
-    {
-      gnio::Comm c = gnio::Comm::from_unique_id(id, rank, size);
-      const std::vector<double> all = gather(bs, now_ms() - t0);
-      create_ms.push_back(*std::max_element(all.begin(), all.end()));
-    }
-    bs.barrier();
-  }
+  const gnio_bench::Summary create =
+      gnio_bench::summarize(gnio_bench::time_creation_from_unique_id(bs, reps));
 
   const Spread threads = spread(gather(bs, after.threads - before.threads));
   const Spread fds = spread(gather(bs, after.fds - before.fds));
@@ -183,7 +164,6 @@ int main(int argc, char** argv) {
   const Spread env = spread(gather(bs, env_ms));
   double total_wrong = 0;
   for (double w : gather(bs, static_cast<double>(wrong))) total_wrong += w;
-  std::sort(create_ms.begin(), create_ms.end());
   if (rank == 0) {
     std::printf("# gnio-scale-probe: %d ranks on %d nodes (%d on this one), backend %s\n", size,
                 comm.nodes(), comm.local_size(), gnio::to_string(comm.backend()));
@@ -195,8 +175,8 @@ int main(int argc, char** argv) {
     std::printf("%-40s %10.2f %10.2f\n", "Comm::from_env (ms, launcher included)", env.max,
                 env.mean);
     std::printf("%-40s %10.2f (min %.2f, max %.2f, %d reps)\n",
-                "Comm::from_unique_id (ms, slowest rank)", median(create_ms), create_ms.front(),
-                create_ms.back(), reps);
+                "Comm::from_unique_id (ms, slowest rank)", create.median, create.min, create.max,
+                reps);
     std::printf("%-40s %10.1f %10.1f\n", "allreduce 1 KiB (us per call)", ar.max, ar.mean);
     std::printf("# %s\n", total_wrong == 0 ? "all data checks passed"
                                            : "DATA CHECK FAILED: wrong allreduce elements");
@@ -214,7 +194,7 @@ int main(int argc, char** argv) {
             "\"wrong\": %.0f}\n",
             size, comm.nodes(), comm.local_size(), gnio::to_string(comm.backend()), threads.max,
             threads.mean, fds.max, fds.mean, sockets.max, sockets.mean, rss.max, rss.mean, env.max,
-            median(create_ms), create_ms.front(), create_ms.back(), ar.max, total_wrong);
+            create.median, create.min, create.max, ar.max, total_wrong);
         std::fclose(f);
       }
     }

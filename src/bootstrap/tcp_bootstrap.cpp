@@ -701,7 +701,7 @@ void TcpBootstrap::allgather(void* buf, std::size_t bytes) {
         if (part)
           std::memcpy(held.data() + static_cast<std::size_t>(d) * bytes, m.data.data(), part);
       }
-      for (int j = 0; j < size_ && bytes; ++j)
+      for (int j = 1; j < size_ && bytes; ++j)  // held[0] is this rank's slot, already in place
         std::memcpy(base + static_cast<std::size_t>((rank_ - j + size_) % size_) * bytes,
                     held.data() + static_cast<std::size_t>(j) * bytes, bytes);
     });

@@ -11,7 +11,7 @@ bootstrap::IoStatus SocketReader::read(int fd, void* dst, std::size_t n, const D
                                        int* err) {
   char* out = static_cast<char*>(dst);
   const std::size_t held = std::min(n, buffered());
-  if (held > 0) {
+  if (held > 0) {  // the buffer may not exist yet (memcpy from null is undefined even for 0)
     std::memcpy(out, buf_.get() + begin_, held);
     begin_ += held;
     out += held;
