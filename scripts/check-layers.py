@@ -7,9 +7,8 @@
   * the bindings and tools (tools/, python/, nccl/, examples/) include anything but gnio's public
     headers (include/gnio/).
 
-Exit status: 0 when the number of violations is at most --allow (default 0), else 1. CI runs it
-with --allow set to today's count, so that no new violation lands while the old ones are taken
-down (lower --allow as they go).
+Exit status: 0 when the number of violations is at most --allow (default 0; CI allows none),
+else 1.
 
   scripts/check-layers.py [--allow N] [--quiet]
 """

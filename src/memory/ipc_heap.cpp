@@ -9,47 +9,43 @@
 #include "base/fail.hpp"
 #include "gnio/log.hpp"
 #include "memory/symmetric_heap.hpp"
-#ifdef GNIO_HAVE_CUDA
-#include "platform/cuda/cuda_backend.hpp"
-#endif
 
 namespace gnio {
 
-#ifdef GNIO_HAVE_CUDA
 namespace {
 
 class IpcLayout final : public HeapLayout {
  public:
-  IpcLayout(platform::CudaBackend& cuda, Bootstrap& bootstrap, const std::vector<int>& node_ranks,
+  IpcLayout(platform::Backend& backend, Bootstrap& bootstrap, const std::vector<int>& node_ranks,
             int local_index, std::size_t bytes)
-      : cuda_(cuda),
+      : backend_(backend),
         bootstrap_(bootstrap),
         local_index_(local_index),
         bases_(node_ranks.size(), nullptr) {
-    const std::size_t gran = cuda_.granularity();
+    const std::size_t gran = backend_.granularity();
     bytes_ = (bytes + gran - 1) / gran * gran;
 
     // 1. This rank's heap.
     std::exception_ptr err;
-    platform::CudaIpcAllocation own;
+    platform::IpcAllocation own;
     try {
-      own = cuda_.ipc_alloc(bytes_);
+      own = backend_.ipc_alloc(bytes_);
     } catch (...) {
       err = std::current_exception();
     }
     agree_step(bootstrap_, err, "allocating the CUDA IPC symmetric heap",
-               [&] { cuda_.ipc_free(own.ptr); });
+               [&] { backend_.ipc_free(own.ptr); });
     own_ = own.ptr;
     bases_[local_index_] = static_cast<char*>(own_);
 
     // 2. Every rank's handle (only node peers' are used; the bootstrap has no node-only
     // allgather, and 64 bytes per rank once per communicator is nothing).
-    std::vector<platform::CudaIpcHandle> handles(bootstrap_.size());
+    std::vector<platform::IpcHandle> handles(bootstrap_.size());
     handles[bootstrap_.rank()] = own.handle;
     try {
-      bootstrap_.allgather(handles.data(), sizeof(platform::CudaIpcHandle));
+      bootstrap_.allgather(handles.data(), sizeof(platform::IpcHandle));
     } catch (...) {
-      cuda_.ipc_free(own_);
+      backend_.ipc_free(own_);
       throw;
     }
 
@@ -57,22 +53,23 @@ class IpcLayout final : public HeapLayout {
     try {
       for (std::size_t i = 0; i < node_ranks.size(); ++i)
         if (static_cast<int>(i) != local_index_)
-          bases_[i] = static_cast<char*>(cuda_.ipc_open(handles[node_ranks[i]]));
+          bases_[i] = static_cast<char*>(backend_.ipc_open(handles[node_ranks[i]]));
       std::vector<std::uint64_t> table(bases_.size());
       for (std::size_t i = 0; i < bases_.size(); ++i)
         table[i] = reinterpret_cast<std::uintptr_t>(bases_[i]);
       table_ =
-          static_cast<std::uint64_t*>(cuda_.alloc_device(sizeof(std::uint64_t) * table.size()));
+          static_cast<std::uint64_t*>(backend_.alloc_device(sizeof(std::uint64_t) * table.size()));
       CUstream_st* stream = nullptr;
-      cuda_.create_stream(&stream, nullptr);
+      backend_.create_stream(&stream, nullptr);
       try {
-        cuda_.copy(table_, table.data(), sizeof(std::uint64_t) * table.size(), StreamRef(stream));
-        cuda_.stream_synchronize(StreamRef(stream));
+        backend_.copy(table_, table.data(), sizeof(std::uint64_t) * table.size(),
+                      StreamRef(stream));
+        backend_.stream_synchronize(StreamRef(stream));
       } catch (...) {
-        cuda_.destroy_stream(stream, nullptr);
+        backend_.destroy_stream(stream, nullptr);
         throw;
       }
-      cuda_.destroy_stream(stream, nullptr);
+      backend_.destroy_stream(stream, nullptr);
     } catch (...) {
       err = std::current_exception();
     }
@@ -111,7 +108,7 @@ class IpcLayout final : public HeapLayout {
   /// this rank's, then frees it: freeing memory a peer still has open is undefined in CUDA IPC.
   void release(bool peers_alive) noexcept {
     for (std::size_t i = 0; i < bases_.size(); ++i)
-      if (static_cast<int>(i) != local_index_ && bases_[i]) cuda_.ipc_close(bases_[i]);
+      if (static_cast<int>(i) != local_index_ && bases_[i]) backend_.ipc_close(bases_[i]);
     if (peers_alive) {
       try {
         bootstrap_.barrier();
@@ -120,14 +117,14 @@ class IpcLayout final : public HeapLayout {
                   e.what());
       }
     }
-    if (table_) cuda_.free_device(table_);
-    cuda_.ipc_free(own_);
+    if (table_) backend_.free_device(table_);
+    backend_.ipc_free(own_);
     table_ = nullptr;
     own_ = nullptr;
     for (char*& b : bases_) b = nullptr;
   }
 
-  platform::CudaBackend& cuda_;
+  platform::Backend& backend_;
   Bootstrap& bootstrap_;
   int local_index_;
   std::size_t bytes_ = 0;
@@ -137,20 +134,15 @@ class IpcLayout final : public HeapLayout {
 };
 
 }  // namespace
-#endif  // GNIO_HAVE_CUDA
 
 std::unique_ptr<HeapLayout> make_ipc_layout(platform::Backend& backend, Bootstrap& bootstrap,
                                             const std::vector<int>& node_ranks, int local_index,
                                             std::size_t bytes) {
-#ifdef GNIO_HAVE_CUDA
-  if (auto* cuda = dynamic_cast<platform::CudaBackend*>(&backend))
-    return std::make_unique<IpcLayout>(*cuda, bootstrap, node_ranks, local_index, bytes);
-#else
-  (void)bootstrap, (void)node_ranks, (void)local_index, (void)bytes;
-#endif
-  fail(ErrorClass::Unsupported,
-       "the CUDA IPC symmetric heap needs the cuda backend (this rank runs the %s backend)",
-       platform::to_string(backend.kind()));
+  if (backend.kind() != platform::BackendKind::Cuda)
+    fail(ErrorClass::Unsupported,
+         "the CUDA IPC symmetric heap needs the cuda backend (this rank runs the %s backend)",
+         platform::to_string(backend.kind()));
+  return std::make_unique<IpcLayout>(backend, bootstrap, node_ranks, local_index, bytes);
 }
 
 }  // namespace gnio

@@ -10,9 +10,6 @@
 #include "base/fail.hpp"
 #include "bootstrap/fd_exchange.hpp"
 #include "gnio/log.hpp"
-#ifdef GNIO_HAVE_CUDA
-#include "platform/cuda/cuda_backend.hpp"
-#endif
 
 namespace gnio {
 namespace {
@@ -321,13 +318,11 @@ SymmetricHeap::SymmetricHeap(platform::Backend& backend, Bootstrap& bootstrap, F
   mine.initial = config.initial;
   if (mine.request == kBadRequest)
     std::strncpy(mine.reason, config.mem_map.c_str(), sizeof(mine.reason) - 1);
-#ifdef GNIO_HAVE_CUDA
-  if (auto* cuda = dynamic_cast<platform::CudaBackend*>(&backend)) {
-    mine.vmm_capable = cuda->vmm_supported();
-    if (!mine.vmm_capable)
-      std::strncpy(mine.reason, cuda->vmm_unsupported_reason().c_str(), sizeof(mine.reason) - 1);
+  if (mine.cuda) {
+    std::string why;
+    mine.vmm_capable = backend.chunks_shareable(&why);
+    if (!mine.vmm_capable) std::strncpy(mine.reason, why.c_str(), sizeof(mine.reason) - 1);
   }
-#endif
   bootstrap_.allgather(cards.data(), sizeof(ModeCard));
 
   // 2. One decision, the same on every rank (so errors are thrown by every rank together).

@@ -65,6 +65,19 @@ struct ImportedBuffer {
   std::uint64_t handle = 0;  ///< cuda VMM: the imported CUmemGenericAllocationHandle
 };
 
+/// A handle that lets a node peer open a whole device allocation (cuda: the 64 bytes of a legacy
+/// cudaIpcMemHandle_t). Plain bytes, so it can travel through the bootstrap's allgather.
+struct IpcHandle {
+  std::array<std::byte, 64> bytes{};
+};
+
+/// Device memory node peers open by handle: what Backend::ipc_alloc() returns.
+struct IpcAllocation {
+  void* ptr = nullptr;    ///< device address in this process; release with ipc_free()
+  std::size_t bytes = 0;  ///< size as requested
+  IpcHandle handle;       ///< what peers pass to ipc_open()
+};
+
 /// What Backend::word_atomic does to a word (`operand` and `expected` as named).
 enum class WordOp : std::uint32_t {
   Load,         ///< reads it
@@ -138,6 +151,23 @@ class Backend {
   /// Frees the local handle of a chunk created by create_chunk (after its mappings are gone)
   /// and closes its fd.
   virtual void close_chunk(ShareableChunk& chunk) = 0;
+  /// True when create_chunk()/map_chunk() can share memory with node peers at all (host: always;
+  /// cuda: the driver offers VMM with POSIX-fd handles on this GPU, though it may still refuse an
+  /// export at create_chunk() time). When false, `why` (if given) receives the reason.
+  virtual bool chunks_shareable(std::string* why) const = 0;
+
+  // ---- whole allocations opened by handle (the heap's fallback where chunks are refused) ----
+  /// `bytes` (> 0) of zero-filled device memory and a handle node peers open with ipc_open(). The
+  /// memory sits where the driver puts it, so peers' copies are not at `base + peer * stride`.
+  /// Throws Error(Unsupported) on a backend without such handles (host: chunks always work).
+  virtual IpcAllocation ipc_alloc(std::size_t bytes) = 0;
+  /// Opens a node peer's ipc_alloc() memory; returns its address in this process. A process
+  /// cannot open its own handles.
+  virtual void* ipc_open(const IpcHandle& handle) = 0;
+  /// Closes what ipc_open() returned. Failures are logged.
+  virtual void ipc_close(void* peer_ptr) noexcept = 0;
+  /// Frees an ipc_alloc() allocation, after every peer has closed it. Failures are logged.
+  virtual void ipc_free(void* ptr) noexcept = 0;
 
   // ---- user buffers shared with node peers (Comm::register_buffer) -------------------------
   /// Describes [ptr, ptr + bytes) (bytes > 0) so node peers can map it. Accepted memory: host

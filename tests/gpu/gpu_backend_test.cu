@@ -504,7 +504,7 @@ int ipc_fallback(Rank& rank) {
   CudaBackend& be = f.be;
   const std::size_t bytes = (std::size_t{6} << 20) + 3 * 4096;  // not a round size
   const std::size_t n = bytes / sizeof(std::uint32_t);
-  gnio::platform::CudaIpcAllocation mine = be.ipc_alloc(bytes);
+  gnio::platform::IpcAllocation mine = be.ipc_alloc(bytes);
   unsigned long long first = 0;
   unsigned long long nonzero =
       f.wrong_on_device(static_cast<std::uint32_t*>(mine.ptr), n, 0, &first, true);
@@ -513,7 +513,7 @@ int ipc_fallback(Rank& rank) {
   be.stream_synchronize(f.stream);
 
   send_message(rank.sock(), mine.handle.bytes.data(), mine.handle.bytes.size());
-  gnio::platform::CudaIpcHandle theirs;
+  gnio::platform::IpcHandle theirs;
   receive_message(rank.sock(), theirs.bytes.data(), theirs.bytes.size());
   void* peer_ptr = be.ipc_open(theirs);
   check_pattern(rank, f, static_cast<const std::uint32_t*>(peer_ptr), n, 10u + peer,

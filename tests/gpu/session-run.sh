@@ -84,12 +84,14 @@
 #   vs-old     this build beside an older one's stripped libgnio.so.0 + gnio-perf in OLD_DIR
 #              (default .old): VS_OLD_RUNS (5) interleaved runs each of the stream allreduce,
 #              allgather and reduce_scatter (CUDA graphs, 8 B..VS_OLD_MAX=64M) and the in-kernel
-#              allreduce (sizes x VS_OLD_F, default 4), 2 ranks under MPS; VS_OLD_RMA=1 adds the
+#              allreduce (sizes x VS_OLD_F, default 4), 2 ranks under MPS; VS_OLD_TOP (default 64M)
+#              adds that one size when the steps of VS_OLD_F skip it; VS_OLD_RMA=1 adds the
 #              RMA latency table (8 B..64 KiB); r/vs-old/compare.md (bench/compare-builds.py)
 #
 # Each step's output: ${OUT:-./out}/r/STEP.log; one status line per step in r/steps.txt (also
 # printed); r/ is packed into ${OUT}/all.tgz every 20 s and at the end, so a call cut short still
-# returns what ran. SUITE_FILTER (ctest -R regex) narrows the suite step.
+# returns what ran. SUITE_FILTER (ctest -R regex) narrows the suite step, SUITE_EXCLUDE (ctest -E
+# regex) leaves tests out of it: a whole suite outlasts one 10-minute device call after a build.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -197,7 +199,8 @@ run_step() {
       # timeout). SUITE_JOBS: tests at once (default 1).
       [ "${SUITE_MPS:-0}" = 1 ] && mps_start
       step suite ctest --test-dir "$B" -L gpu --output-on-failure --no-tests=error \
-        -j "${SUITE_JOBS:-1}" --output-junit "$r/ctest-gpu.xml" ${SUITE_FILTER:+-R "$SUITE_FILTER"}
+        -j "${SUITE_JOBS:-1}" --output-junit "$r/ctest-gpu.xml" ${SUITE_FILTER:+-R "$SUITE_FILTER"} \
+        ${SUITE_EXCLUDE:+-E "$SUITE_EXCLUDE"}
       [ "${SUITE_MPS:-0}" = 1 ] && mps_stop ;;
     examples)
       step examples bash -c "$R -n 2 -- $B/examples/ping_pong/ping_pong 10000 &&
@@ -479,6 +482,12 @@ run_step() {
             --coll "${VS_OLD_COLLS:-allreduce,allgather,reduce_scatter}" -b "${VS_OLD_MIN:-8}" \
             -e "${VS_OLD_MAX:-64M}" -f "${VS_OLD_F:-4}" -d f32 -o sum --inplace 0 -G "${VS_OLD_G:-20}" \
             ${VS_OLD_REPS:+--reps "$VS_OLD_REPS"} --json "$r/vs-old/coll-$b-$i.json"
+          # From 8 B in steps of 4 the sweep ends at 32 MiB; the top size runs on its own.
+          [ -n "${VS_OLD_TOP-64M}" ] &&
+            step "vs-old-top-$b-$i" env "${env_lib[@]}" timeout 300 "$R" -n 2 -- "$perf" coll \
+            --coll "${VS_OLD_COLLS:-allreduce,allgather,reduce_scatter}" -b "${VS_OLD_TOP-64M}" \
+            -e "${VS_OLD_TOP-64M}" -d f32 -o sum --inplace 0 -G "${VS_OLD_G:-20}" \
+            ${VS_OLD_REPS:+--reps "$VS_OLD_REPS"} --json "$r/vs-old/top-$b-$i.json"
           [ "${VS_OLD_KERNEL:-1}" = 1 ] &&
             step "vs-old-kernel-$b-$i" env "${env_lib[@]}" timeout 120 "$R" -n 2 -- "$perf" \
             coll-kernel -b 8 -e 64K --json "$r/vs-old/kernel-$b-$i.json"

@@ -263,6 +263,18 @@ TEST(HostMemory, BadChunkArgumentsAreInvalidArgument) {
   be->release(base, 8 * page);
 }
 
+// The heap's CUDA IPC layout asks the backend, not the cuda backend's type: the host backend says
+// its chunks are always shareable and refuses IPC handles as Unsupported.
+TEST(HostMemory, ChunksAreShareableAndIpcHandlesUnsupported) {
+  auto be = gnio::platform::make_host_backend();
+  std::string why = "untouched";
+  EXPECT_TRUE(be->chunks_shareable(&why));
+  EXPECT_EQ(why, "untouched");
+  EXPECT_EQ(error_class_of([&] { be->ipc_alloc(be->granularity()); }), ErrorClass::Unsupported);
+  EXPECT_EQ(error_class_of([&] { be->ipc_open(gnio::platform::IpcHandle{}); }),
+            ErrorClass::Unsupported);
+}
+
 TEST(HostMemory, DeviceAllocationsAreZeroedAlignedAndFoundByTheRegistry) {
   auto be = gnio::platform::make_host_backend();
   const std::size_t page = be->granularity();

@@ -23,8 +23,8 @@ using cuda_impl::driver_api;
 using cuda_impl::DriverApi;
 using cuda_impl::error_text;
 
-static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(CudaIpcHandle::bytes),
-              "CudaIpcHandle must hold a cudaIpcMemHandle_t exactly");
+static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(IpcHandle::bytes),
+              "IpcHandle must hold a cudaIpcMemHandle_t exactly");
 static_assert(sizeof(CUmemGenericAllocationHandle) <= sizeof(ShareableChunk::handle),
               "ShareableChunk::handle must hold a CUmemGenericAllocationHandle");
 
@@ -552,12 +552,17 @@ void CudaBackend::close_chunk(ShareableChunk& chunk) {
 
 // ---- legacy CUDA IPC ---------------------------------------------------------------------------
 
-CudaIpcAllocation CudaBackend::ipc_alloc(std::size_t bytes) {
+bool CudaBackend::chunks_shareable(std::string* why) const {
+  if (!vmm_supported_ && why) *why = vmm_unsupported_reason_;
+  return vmm_supported_;
+}
+
+IpcAllocation CudaBackend::ipc_alloc(std::size_t bytes) {
   GNIO_REQUIRE(bytes > 0, "ipc_alloc(0 bytes) on GPU %d: the size must be positive", device_);
   ScopedDevice guard(device_);
   void* p = nullptr;
   GNIO_CUDA_CHECK(device_, cudaMalloc(&p, bytes), "cudaMalloc(%zu bytes) for CUDA IPC", bytes);
-  CudaIpcAllocation out;
+  IpcAllocation out;
   try {
     zero_device_memory(p, bytes, device_, internal_stream_);
     cudaIpcMemHandle_t h;
@@ -574,7 +579,7 @@ CudaIpcAllocation CudaBackend::ipc_alloc(std::size_t bytes) {
   return out;
 }
 
-void* CudaBackend::ipc_open(const CudaIpcHandle& handle) {
+void* CudaBackend::ipc_open(const IpcHandle& handle) {
   cudaIpcMemHandle_t h;
   std::memcpy(&h, handle.bytes.data(), sizeof(h));
   ScopedDevice guard(device_);
@@ -736,7 +741,7 @@ ImportedBuffer CudaBackend::import_buffer(const BufferExport& desc, int fd) {
   ImportedBuffer b;
   b.kind = desc.kind;
   if (desc.kind == BufferShareKind::CudaIpc) {
-    CudaIpcHandle h;
+    IpcHandle h;
     std::memcpy(h.bytes.data(), desc.ipc_handle.data(), h.bytes.size());
     b.mapping = ipc_open(h);
     b.mapping_bytes = desc.map_bytes;

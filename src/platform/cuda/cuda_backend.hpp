@@ -3,8 +3,8 @@
 // addresses); legacy CUDA IPC handles are the fallback where fd export is refused. See
 // docs/design/platform-cuda.md.
 //
-// This header is plain C++ (no CUDA headers), so host-compiled layers can reach the cuda-only
-// extras (vmm_supported(), ipc_*) with dynamic_cast<CudaBackend*> under #ifdef GNIO_HAVE_CUDA.
+// This header is plain C++ (no CUDA headers); it is private to src/platform/: the layers above
+// reach everything through platform::Backend.
 #pragma once
 
 #include <array>
@@ -17,19 +17,6 @@
 #include "platform/backend.hpp"
 
 namespace gnio::platform {
-
-/// A legacy CUDA IPC memory handle (the 64 bytes of a cudaIpcMemHandle_t). Plain bytes, so it can
-/// travel through the bootstrap's allgather to the node's other processes.
-struct CudaIpcHandle {
-  std::array<std::byte, 64> bytes{};
-};
-
-/// Device memory exportable with legacy CUDA IPC: what ipc_alloc() returns.
-struct CudaIpcAllocation {
-  void* ptr = nullptr;    ///< device address in this process; release with ipc_free()
-  std::size_t bytes = 0;  ///< size as requested
-  CudaIpcHandle handle;   ///< what peers pass to ipc_open()
-};
 
 /// The cuda backend on one GPU. Every method makes the backend's GPU current on the calling
 /// thread for the duration of the call (and restores the caller's device), so the backend may be
@@ -89,18 +76,20 @@ class CudaBackend final : public Backend {
   bool vmm_supported() const noexcept { return vmm_supported_; }
   /// Why vmm_supported() is false (empty when it is true).
   const std::string& vmm_unsupported_reason() const noexcept { return vmm_unsupported_reason_; }
+  /// vmm_supported(), with vmm_unsupported_reason() in `why`.
+  bool chunks_shareable(std::string* why) const override;
 
   // ---- legacy CUDA IPC (fallback when VMM fd export is refused) ---------------------------
   /// cudaMalloc of `bytes` (> 0), zero-filled, and its IPC handle. The memory sits at an address
   /// the driver chooses: peers' opened copies are not at `base + peer * stride`.
-  CudaIpcAllocation ipc_alloc(std::size_t bytes);
+  IpcAllocation ipc_alloc(std::size_t bytes) override;
   /// cudaIpcOpenMemHandle of a peer's handle (peer access enabled lazily). A process cannot open
   /// its own handles. Returns the peer memory's address in this process.
-  void* ipc_open(const CudaIpcHandle& handle);
+  void* ipc_open(const IpcHandle& handle) override;
   /// cudaIpcCloseMemHandle of an address ipc_open() returned. Failures are logged.
-  void ipc_close(void* peer_ptr) noexcept;
+  void ipc_close(void* peer_ptr) noexcept override;
   /// cudaFree of an ipc_alloc() allocation, after every peer has closed it. Failures are logged.
-  void ipc_free(void* ptr) noexcept;
+  void ipc_free(void* ptr) noexcept override;
 
   // ---- user buffers (Comm::register_buffer) ------------------------------------------------
   /// Device memory of this GPU from cudaMalloc (exported as a legacy CUDA IPC handle of the

@@ -176,6 +176,30 @@ void HostBackend::close_chunk(ShareableChunk& chunk) {
   chunk = ShareableChunk();
 }
 
+bool HostBackend::chunks_shareable(std::string*) const {
+  return true;
+}
+
+IpcAllocation HostBackend::ipc_alloc(std::size_t bytes) {
+  fail(ErrorClass::Unsupported,
+       "ipc_alloc(%zu bytes): the host backend has no CUDA IPC handles; its heap is memfd chunks",
+       bytes);
+}
+
+void* HostBackend::ipc_open(const IpcHandle&) {
+  fail(ErrorClass::Unsupported,
+       "ipc_open: the host backend has no CUDA IPC handles; its heap is memfd chunks");
+}
+
+void HostBackend::ipc_close(void* peer_ptr) noexcept {
+  GNIO_WARN(Memory, "host backend: ipc_close(%p) of nothing ipc_open() returned; ignored",
+            peer_ptr);
+}
+
+void HostBackend::ipc_free(void* ptr) noexcept {
+  GNIO_WARN(Memory, "host backend: ipc_free(%p) of nothing ipc_alloc() returned; ignored", ptr);
+}
+
 ExportedBuffer HostBackend::export_buffer(const void* ptr, std::size_t bytes) {
   GNIO_REQUIRE(ptr && bytes > 0, "register_buffer: null pointer or 0 bytes (%p, %zu bytes)", ptr,
                bytes);

@@ -46,6 +46,15 @@ class HostBackend final : public Backend {
   /// (and other mappers), the reservation stays intact.
   void unmap_chunk(void* at, std::size_t bytes) override;
   void close_chunk(ShareableChunk& chunk) override;
+  /// Always: memfds are shared with SCM_RIGHTS.
+  bool chunks_shareable(std::string* why) const override;
+
+  /// Throw Error(Unsupported): the host backend's heap is always memfd chunks.
+  IpcAllocation ipc_alloc(std::size_t bytes) override;
+  void* ipc_open(const IpcHandle& handle) override;
+  /// Nothing was opened or allocated: log and ignore.
+  void ipc_close(void* peer_ptr) noexcept override;
+  void ipc_free(void* ptr) noexcept override;
 
   /// Only alloc_device() memory (the process's memfd arena): the export names the arena's fd and
   /// the file offsets of the pages covering the range (host_backend_find_shareable()).
