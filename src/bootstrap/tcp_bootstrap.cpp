@@ -571,14 +571,18 @@ TcpBootstrap::Message TcpBootstrap::take(int peer, FrameType type, std::int32_t 
 // ---------------------------------------------------------------------------------------------
 // Public operations
 
+void TcpBootstrap::require_fits(std::size_t bytes, const char* what) const {
+  GNIO_REQUIRE(bytes <= max_msg_,
+               "bootstrap: %s %zu bytes exceeds GNIO_BOOTSTRAP_MAX_MSG=%llu; raise it "
+               "(on every rank) or split the exchange",
+               what, bytes, static_cast<unsigned long long>(max_msg_));
+}
+
 void TcpBootstrap::send(int peer, int tag, const void* data, std::size_t bytes) {
   GNIO_REQUIRE(peer >= 0 && peer < size_, "bootstrap: send to rank %d, but the job has ranks 0..%d",
                peer, size_ - 1);
   GNIO_REQUIRE(data || bytes == 0, "bootstrap: send of %zu bytes from a null pointer", bytes);
-  GNIO_REQUIRE(bytes <= max_msg_,
-               "bootstrap: send of %zu bytes exceeds GNIO_BOOTSTRAP_MAX_MSG=%llu; raise it (on "
-               "every rank) or split the message",
-               bytes, static_cast<unsigned long long>(max_msg_));
+  require_fits(bytes, "send of");
   Deadline deadline = Deadline::after(timeout_s_);
   send_frame(peer, FrameType::Data, 0, tag, data, bytes, deadline,
              format("a message with tag %d", tag));
@@ -668,10 +672,7 @@ void TcpBootstrap::collective(CollKind kind, F&& body) {
 
 void TcpBootstrap::allgather(void* buf, std::size_t bytes) {
   GNIO_REQUIRE(buf || bytes == 0, "bootstrap: allgather into a null buffer");
-  GNIO_REQUIRE(bytes <= max_msg_,
-               "bootstrap: allgather of %zu bytes per rank exceeds GNIO_BOOTSTRAP_MAX_MSG=%llu; "
-               "raise it (on every rank) or split the exchange",
-               bytes, static_cast<unsigned long long>(max_msg_));
+  require_fits(bytes, "allgather (per rank) of");
   if (size_ == 1) return;
   auto* base = static_cast<unsigned char*>(buf);
   const auto flags = static_cast<std::uint16_t>(CollKind::Allgather);
@@ -726,10 +727,7 @@ void TcpBootstrap::broadcast(void* buf, std::size_t bytes, int root) {
   GNIO_REQUIRE(root >= 0 && root < size_,
                "bootstrap: broadcast from root %d, but the job has ranks 0..%d", root, size_ - 1);
   GNIO_REQUIRE(buf || bytes == 0, "bootstrap: broadcast of a null buffer");
-  GNIO_REQUIRE(bytes <= max_msg_,
-               "bootstrap: broadcast of %zu bytes exceeds GNIO_BOOTSTRAP_MAX_MSG=%llu; raise it "
-               "(on every rank) or split it",
-               bytes, static_cast<unsigned long long>(max_msg_));
+  require_fits(bytes, "broadcast of");
   if (size_ == 1) return;
   collective(CollKind::Broadcast, [&](std::int32_t seq, const Deadline& deadline) {
     // Binomial tree rooted at `root`, in ranks relative to it.

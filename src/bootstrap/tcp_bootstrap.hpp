@@ -102,6 +102,8 @@ class TcpBootstrap final : public Bootstrap {
   template <class F>
   void collective(CollKind kind, F&& body);
   void abort_job(const Error& error);
+  /// Throws InvalidArgument ("bootstrap: <what> N bytes ...") for a message over a frame's limit.
+  void require_fits(std::size_t bytes, const char* what) const;
   [[noreturn]] void throw_poisoned();
   std::string describe(int rank) const;
 

@@ -434,6 +434,21 @@ struct Request {
   std::span<const std::size_t> a2av[4];
 };
 
+/// A request for one of the public calls (the operator is ignored by those that do not reduce,
+/// the root by those without one).
+Request request(CollKind kind, DataType type, RedOp op, const void* send, void* recv,
+                std::size_t count, int root = 0) {
+  Request r;
+  r.kind = kind;
+  r.type = type;
+  r.op = op;
+  r.send = static_cast<const char*>(send);
+  r.recv = static_cast<char*>(recv);
+  r.count = count;
+  r.root = root;
+  return r;
+}
+
 bool reducing(CollKind k) {
   return k == CollKind::AllReduce || k == CollKind::ReduceScatter || k == CollKind::Reduce;
 }
@@ -1032,84 +1047,43 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
 
 void allreduce(Comm& comm, const void* send, void* recv, std::size_t count, DataType type, RedOp op,
                StreamRef stream) {
-  detail::Request r;
-  r.kind = CollKind::AllReduce;
-  r.type = type;
-  r.op = op;
-  r.send = static_cast<const char*>(send);
-  r.recv = static_cast<char*>(recv);
-  r.count = count;
-  detail::run(comm, r, stream);
+  detail::run(comm, detail::request(CollKind::AllReduce, type, op, send, recv, count), stream);
 }
 
 void reduce_scatter(Comm& comm, const void* send, void* recv, std::size_t recvcount, DataType type,
                     RedOp op, StreamRef stream) {
-  detail::Request r;
-  r.kind = CollKind::ReduceScatter;
-  r.type = type;
-  r.op = op;
-  r.send = static_cast<const char*>(send);
-  r.recv = static_cast<char*>(recv);
-  r.count = recvcount;
-  detail::run(comm, r, stream);
+  detail::run(comm, detail::request(CollKind::ReduceScatter, type, op, send, recv, recvcount),
+              stream);
 }
 
 void allgather(Comm& comm, const void* send, void* recv, std::size_t sendcount, DataType type,
                StreamRef stream) {
-  detail::Request r;
-  r.kind = CollKind::AllGather;
-  r.type = type;
-  r.send = static_cast<const char*>(send);
-  r.recv = static_cast<char*>(recv);
-  r.count = sendcount;
-  detail::run(comm, r, stream);
+  detail::run(comm, detail::request(CollKind::AllGather, type, RedOp::Sum, send, recv, sendcount),
+              stream);
 }
 
 void broadcast(Comm& comm, const void* send, void* recv, std::size_t count, DataType type, int root,
                StreamRef stream) {
-  detail::Request r;
-  r.kind = CollKind::Broadcast;
-  r.type = type;
-  r.send = static_cast<const char*>(send);
-  r.recv = static_cast<char*>(recv);
-  r.count = count;
-  r.root = root;
-  detail::run(comm, r, stream);
+  detail::run(comm, detail::request(CollKind::Broadcast, type, RedOp::Sum, send, recv, count, root),
+              stream);
 }
 
 void reduce(Comm& comm, const void* send, void* recv, std::size_t count, DataType type, RedOp op,
             int root, StreamRef stream) {
-  detail::Request r;
-  r.kind = CollKind::Reduce;
-  r.type = type;
-  r.op = op;
-  r.send = static_cast<const char*>(send);
-  r.recv = static_cast<char*>(recv);
-  r.count = count;
-  r.root = root;
-  detail::run(comm, r, stream);
+  detail::run(comm, detail::request(CollKind::Reduce, type, op, send, recv, count, root), stream);
 }
 
 void alltoall(Comm& comm, const void* send, void* recv, std::size_t count, DataType type,
               StreamRef stream) {
-  detail::Request r;
-  r.kind = CollKind::AllToAll;
-  r.type = type;
-  r.send = static_cast<const char*>(send);
-  r.recv = static_cast<char*>(recv);
-  r.count = count;
-  detail::run(comm, r, stream);
+  detail::run(comm, detail::request(CollKind::AllToAll, type, RedOp::Sum, send, recv, count),
+              stream);
 }
 
 void alltoallv(Comm& comm, const void* send, std::span<const std::size_t> send_counts,
                std::span<const std::size_t> send_displs, void* recv,
                std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
                DataType type, StreamRef stream) {
-  detail::Request r;
-  r.kind = CollKind::AllToAllV;
-  r.type = type;
-  r.send = static_cast<const char*>(send);
-  r.recv = static_cast<char*>(recv);
+  detail::Request r = detail::request(CollKind::AllToAllV, type, RedOp::Sum, send, recv, 0);
   r.a2av[0] = send_counts;
   r.a2av[1] = send_displs;
   r.a2av[2] = recv_counts;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/agree_step.hpp"
 #include "gnio/bootstrap.hpp"
 #include "gnio/error.hpp"
 #include "platform/backend.hpp"
@@ -47,33 +48,6 @@ struct HeapConfig {
   std::size_t max = 0;           ///< virtual address space per rank (stride)
   std::string mem_map = "auto";  ///< auto, vmm or ipc (cuda backend; the host backend uses memfd)
 };
-
-// ---- steps every rank takes together --------------------------------------------------------
-
-/// One rank's failed local step, as every rank learns it from share_outcome().
-struct StepFailure {
-  int rank = -1;
-  ErrorClass cls = ErrorClass::Internal;
-  std::string message;
-};
-
-/// Collective over all ranks of `bootstrap`: every rank says whether its local step succeeded
-/// (`local` is null) or failed (the exception it caught), and learns the failures of all ranks
-/// (empty when every rank succeeded). Lets ranks undo and throw together instead of leaving
-/// peers waiting in the next collective.
-std::vector<StepFailure> share_outcome(Bootstrap& bootstrap, const std::exception_ptr& local);
-
-/// Throws for a step that failed somewhere: this rank's own exception when it failed, else an
-/// Error naming the first failing rank and its message. The class is the failures' class when
-/// all share one (so an InvalidArgument anywhere is an InvalidArgument everywhere), else
-/// RemoteError.
-[[noreturn]] void throw_step_failure(const std::vector<StepFailure>& failures,
-                                     const std::exception_ptr& local, int rank, const char* step);
-
-/// share_outcome(); when any rank failed, runs `undo` (which must not throw) and then
-/// throw_step_failure().
-void agree_step(Bootstrap& bootstrap, const std::exception_ptr& local, const char* step,
-                const std::function<void()>& undo = {});
 
 // ---- layouts ----------------------------------------------------------------------------------
 

@@ -21,14 +21,9 @@
 #include "gnio/device/sym_ptr.hpp"
 #include "gnio/device/team.hpp"
 #include "gnio/device/thread.hpp"
+#include "gnio/device/word_ops.hpp"
 
 namespace gnio {
-
-/// How a signal word is updated by put_signal/signal.
-enum class SignalOp : std::uint32_t {
-  Set,  ///< signal = value
-  Add,  ///< signal += value (atomically)
-};
 
 /// The source location of a device-API call, captured by default arguments so a stall report can
 /// name the line that waited.
@@ -281,6 +276,14 @@ struct DeviceComm {
   /// barriers at entry and exit (see device_comm_impl.hpp).
   template <class Coop>
   GNIO_HD void group_p2p_copy(void* dst, const void* src, std::size_t bytes) const;
+  /// put (`wait`: the source is reusable on return) and put_nbi.
+  template <class Coop>
+  GNIO_HD void put_bytes(std::uint64_t dst_offset, const void* src, std::size_t bytes, int peer,
+                         bool wait, const char* op, CallSite site) const;
+  /// get (`wait`: the data is there on return) and get_nbi.
+  template <class Coop>
+  GNIO_HD void get_bytes(void* dst, std::uint64_t src_offset, std::size_t bytes, int peer,
+                         bool wait, const char* op, CallSite site) const;
   /// Classifies and records why a target was refused (InvalidArgument or Unsupported).
   GNIO_HD void reject_target(const char* op, int peer, std::uint64_t offset, std::uint64_t bytes,
                              CallSite site) const;

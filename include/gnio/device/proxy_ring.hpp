@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "gnio/device/word_ops.hpp"
+
 namespace gnio {
 
 /// What a proxy descriptor asks for.
@@ -31,10 +33,6 @@ enum class ProxyOp : std::uint32_t {
   Atomic = 5,
 };
 
-/// The atomic a ProxyOp::Atomic descriptor asks for.
-enum class AtomicOp : std::uint32_t { Fetch, Set, Add, FetchAdd, CompareSwap, Swap };
-/// Number of AtomicOp values.
-inline constexpr std::uint32_t kAtomicOpCount = 6;
 /// ProxyDesc::flags: an Atomic whose old value the device waits for.
 inline constexpr std::uint32_t kProxyFetch = 1;
 /// ProxyDesc::flags: a Put/PutSignal whose data the device copied into the slot's inline buffer

@@ -7,11 +7,10 @@
 #include "base/fail.hpp"
 #include "gnio/config.hpp"
 #include "gnio/device/atomic.hpp"
-#include "gnio/device/device_comm.hpp"
+#include "gnio/device/status.hpp"
+#include "gnio/device/word_ops.hpp"
 #include "gnio/log.hpp"
 #include "transport/proxy/proxy_frame.hpp"
-#include "transport/proxy/tcp_proxy.hpp"
-#include "transport/proxy/ucx_proxy.hpp"
 
 namespace gnio::proxy {
 
@@ -187,18 +186,6 @@ bool Proxy::deliver_result(std::uint64_t ticket, std::uint64_t value) {
   dev::atomic_store(&r->value, value, dev::Order::Relaxed);
   dev::atomic_store(&r->seq, ticket + 1, dev::Order::Release);
   return true;
-}
-
-std::unique_ptr<Proxy> make_proxy(const std::string& net, platform::Backend& backend,
-                                  Bootstrap& bootstrap, const std::vector<int>& node_of_rank,
-                                  char* heap_base, std::uint64_t heap_bytes, DeviceControl* control,
-                                  StreamRef stream, double timeout_s,
-                                  std::function<void(int)> on_link_lost) {
-  if (net == "ucx")
-    return make_ucx_proxy(backend, bootstrap, node_of_rank, heap_base, heap_bytes, control, stream,
-                          timeout_s, std::move(on_link_lost));
-  return std::make_unique<TcpProxy>(backend, bootstrap, node_of_rank, heap_base, heap_bytes,
-                                    control, stream, timeout_s, std::move(on_link_lost));
 }
 
 bool staging_forced() {

@@ -1,7 +1,7 @@
 #include "transport/proxy/proxy_frame.hpp"
 
-#include "gnio/device/device_comm.hpp"  // SignalOp
 #include "gnio/device/proxy_ring.hpp"
+#include "gnio/device/word_ops.hpp"
 
 namespace gnio::proxy {
 

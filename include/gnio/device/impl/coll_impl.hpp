@@ -1316,100 +1316,83 @@ GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned 
   return run_algo<Coop, T, Op, CollAlgo::Auto>(args, w, W, site);
 }
 
-template <class Coop, class T, class Op, class Algo>
-GNIO_HD Status CollComm::allreduce(const T* send, T* recv, std::size_t count, Op, Algo algo,
-                                   CallSite site) const {
-  detail::CollArgs a;
-  a.kind = CollKind::AllReduce;
+namespace detail {
+/// The arguments of one device-side call: `count` elements of T per block, the operator of
+/// reducing kinds, the root of rooted ones.
+template <class T, class Algo>
+GNIO_HD_INLINE CollArgs call_args(CollKind kind, Algo algo, const T* send, T* recv,
+                                  std::size_t count, RedOp op = RedOp::Sum, int root = 0) {
+  CollArgs a;
+  a.kind = kind;
   a.algo = static_cast<CollAlgo>(algo);
-  a.op = Op::kOp;
+  a.op = op;
   a.in = reinterpret_cast<const char*>(send);
   a.out = reinterpret_cast<char*>(recv);
   a.bytes = count * sizeof(T);
+  a.root = root;
+  return a;
+}
+}  // namespace detail
+
+template <class Coop, class T, class Op, class Algo>
+GNIO_HD Status CollComm::allreduce(const T* send, T* recv, std::size_t count, Op, Algo algo,
+                                   CallSite site) const {
   if (count == 0) return Status::Ok;
+  const detail::CollArgs a =
+      detail::call_args(CollKind::AllReduce, algo, send, recv, count, Op::kOp);
   return run_algo<Coop, T, Op, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
 template <class Coop, class T, class Op, class Algo>
 GNIO_HD Status CollComm::reduce_scatter(const T* send, T* recv, std::size_t recvcount, Op,
                                         Algo algo, CallSite site) const {
-  detail::CollArgs a;
-  a.kind = CollKind::ReduceScatter;
-  a.algo = static_cast<CollAlgo>(algo);
-  a.op = Op::kOp;
-  a.in = reinterpret_cast<const char*>(send);
-  a.out = reinterpret_cast<char*>(recv);
-  a.bytes = recvcount * sizeof(T);
-  a.in_stride = a.bytes;
   if (recvcount == 0) return Status::Ok;
+  detail::CollArgs a =
+      detail::call_args(CollKind::ReduceScatter, algo, send, recv, recvcount, Op::kOp);
+  a.in_stride = a.bytes;
   return run_algo<Coop, T, Op, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
 template <class Coop, class T, class Algo>
 GNIO_HD Status CollComm::allgather(const T* send, T* recv, std::size_t sendcount, Algo algo,
                                    CallSite site) const {
-  detail::CollArgs a;
-  a.kind = CollKind::AllGather;
-  a.algo = static_cast<CollAlgo>(algo);
-  a.in = reinterpret_cast<const char*>(send);
-  a.out = reinterpret_cast<char*>(recv);
-  a.bytes = sendcount * sizeof(T);
-  a.out_stride = a.bytes;
   if (sendcount == 0) return Status::Ok;
+  detail::CollArgs a = detail::call_args(CollKind::AllGather, algo, send, recv, sendcount);
+  a.out_stride = a.bytes;
   return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
 template <class Coop, class T, class Algo>
 GNIO_HD Status CollComm::broadcast(const T* send, T* recv, std::size_t count, int root, Algo algo,
                                    CallSite site) const {
-  detail::CollArgs a;
-  a.kind = CollKind::Broadcast;
-  a.algo = static_cast<CollAlgo>(algo);
-  a.in = reinterpret_cast<const char*>(send);
-  a.out = reinterpret_cast<char*>(recv);
-  a.bytes = count * sizeof(T);
-  a.root = root;
   if (count == 0) return Status::Ok;
+  const detail::CollArgs a =
+      detail::call_args(CollKind::Broadcast, algo, send, recv, count, RedOp::Sum, root);
   return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
 template <class Coop, class T, class Op, class Algo>
 GNIO_HD Status CollComm::reduce(const T* send, T* recv, std::size_t count, Op, int root, Algo algo,
                                 CallSite site) const {
-  detail::CollArgs a;
-  a.kind = CollKind::Reduce;
-  a.algo = static_cast<CollAlgo>(algo);
-  a.op = Op::kOp;
-  a.in = reinterpret_cast<const char*>(send);
-  a.out = reinterpret_cast<char*>(recv);
-  a.bytes = count * sizeof(T);
-  a.root = root;
   if (count == 0) return Status::Ok;
+  const detail::CollArgs a =
+      detail::call_args(CollKind::Reduce, algo, send, recv, count, Op::kOp, root);
   return run_algo<Coop, T, Op, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
 template <class Coop, class T, class Algo>
 GNIO_HD Status CollComm::alltoall(const T* send, T* recv, std::size_t count, Algo algo,
                                   CallSite site) const {
-  detail::CollArgs a;
-  a.kind = CollKind::AllToAll;
-  a.algo = static_cast<CollAlgo>(algo);
-  a.in = reinterpret_cast<const char*>(send);
-  a.out = reinterpret_cast<char*>(recv);
-  a.bytes = count * sizeof(T);
-  a.in_stride = a.out_stride = a.bytes;
   if (count == 0) return Status::Ok;
+  detail::CollArgs a = detail::call_args(CollKind::AllToAll, algo, send, recv, count);
+  a.in_stride = a.out_stride = a.bytes;
   return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
 }
 
 template <class Coop, class T, class Algo>
 GNIO_HD Status CollComm::alltoallv(const T* send, T* recv, const std::uint64_t* table, Algo algo,
                                    CallSite site) const {
-  detail::CollArgs a;
-  a.kind = CollKind::AllToAllV;
-  a.algo = static_cast<CollAlgo>(algo);
-  a.in = reinterpret_cast<const char*>(send);
-  a.out = reinterpret_cast<char*>(recv);
+  detail::CollArgs a = detail::call_args(CollKind::AllToAllV, algo, send, recv, 0);
   a.elem_size = sizeof(T);
   a.a2av = table;
   return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);

@@ -293,52 +293,52 @@ GNIO_HD_INLINE void DeviceComm::group_p2p_copy(void* dst, const void* src,
   g.sync();
 }
 
+template <class Coop>
+GNIO_HD_INLINE void DeviceComm::put_bytes(std::uint64_t dst_offset, const void* src,
+                                          std::size_t bytes, int peer, bool wait, const char* op,
+                                          CallSite site) const {
+  if (!p2p_target(peer, dst_offset, bytes)) [[unlikely]] {
+    proxy_put<Coop>(
+        detail::proxy_desc(ProxyOp::Put, peer, src, dst_offset, bytes, 0, 0, SignalOp::Set), wait,
+        op, site);
+    return;
+  }
+  group_p2p_copy<Coop>(peer_ptr(SymPtr<char>{heap_id_, 0, dst_offset}, peer), src, bytes);
+}
+
+template <class Coop>
+GNIO_HD_INLINE void DeviceComm::get_bytes(void* dst, std::uint64_t src_offset, std::size_t bytes,
+                                          int peer, bool wait, const char* op,
+                                          CallSite site) const {
+  if (!p2p_target(peer, src_offset, bytes)) [[unlikely]] {
+    proxy_get<Coop>(dst, src_offset, bytes, peer, wait, op, site);
+    return;
+  }
+  group_p2p_copy<Coop>(dst, peer_ptr(SymPtr<char>{heap_id_, 0, src_offset}, peer), bytes);
+}
+
 template <class Coop, class T>
 GNIO_HD inline void DeviceComm::put(SymPtr<T> dst, const T* src, std::size_t count, int peer,
                                     CallSite site) const {
-  const std::size_t bytes = count * sizeof(T);
-  if (!p2p_target(peer, dst.offset, bytes)) [[unlikely]] {
-    proxy_put<Coop>(
-        detail::proxy_desc(ProxyOp::Put, peer, src, dst.offset, bytes, 0, 0, SignalOp::Set), true,
-        "put", site);
-    return;
-  }
-  group_p2p_copy<Coop>(peer_ptr(dst, peer), src, bytes);
+  put_bytes<Coop>(dst.offset, src, count * sizeof(T), peer, true, "put", site);
 }
 
 template <class Coop, class T>
 GNIO_HD inline void DeviceComm::put_nbi(SymPtr<T> dst, const T* src, std::size_t count, int peer,
                                         CallSite site) const {
-  const std::size_t bytes = count * sizeof(T);
-  if (!p2p_target(peer, dst.offset, bytes)) [[unlikely]] {
-    proxy_put<Coop>(
-        detail::proxy_desc(ProxyOp::Put, peer, src, dst.offset, bytes, 0, 0, SignalOp::Set), false,
-        "put_nbi", site);
-    return;
-  }
-  group_p2p_copy<Coop>(peer_ptr(dst, peer), src, bytes);
+  put_bytes<Coop>(dst.offset, src, count * sizeof(T), peer, false, "put_nbi", site);
 }
 
 template <class Coop, class T>
 GNIO_HD inline void DeviceComm::get(T* dst, SymPtr<T> src, std::size_t count, int peer,
                                     CallSite site) const {
-  const std::size_t bytes = count * sizeof(T);
-  if (!p2p_target(peer, src.offset, bytes)) [[unlikely]] {
-    proxy_get<Coop>(dst, src.offset, bytes, peer, true, "get", site);
-    return;
-  }
-  group_p2p_copy<Coop>(dst, peer_ptr(src, peer), bytes);
+  get_bytes<Coop>(dst, src.offset, count * sizeof(T), peer, true, "get", site);
 }
 
 template <class Coop, class T>
 GNIO_HD inline void DeviceComm::get_nbi(T* dst, SymPtr<T> src, std::size_t count, int peer,
                                         CallSite site) const {
-  const std::size_t bytes = count * sizeof(T);
-  if (!p2p_target(peer, src.offset, bytes)) [[unlikely]] {
-    proxy_get<Coop>(dst, src.offset, bytes, peer, false, "get_nbi", site);
-    return;
-  }
-  group_p2p_copy<Coop>(dst, peer_ptr(src, peer), bytes);
+  get_bytes<Coop>(dst, src.offset, count * sizeof(T), peer, false, "get_nbi", site);
 }
 
 template <class Coop, class T>

@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "base/fail.hpp"
+#include "bootstrap/agree_step.hpp"
 #include "gnio/log.hpp"
-#include "memory/symmetric_heap.hpp"
 
 namespace gnio::net {
 
