@@ -12,10 +12,9 @@
 
 #include "base/fail.hpp"
 #include "coll/coll_kernels.hpp"
-#include "core/comm_impl.hpp"
+#include "core/comm_services.hpp"
 #include "gnio/config.hpp"
 #include "gnio/log.hpp"
-#include "transport/proxy/proxy.hpp"
 
 namespace gnio {
 
@@ -225,11 +224,12 @@ bool ranks_consecutive(const std::vector<std::vector<int>>& by_node) {
 
 /// The world ranks of every node, ascending, when the job has a hierarchy (at least 2 nodes, each
 /// with the same number, at least 2, of ranks); empty otherwise.
-std::vector<std::vector<int>> hierarchy_shape(const CommImpl& impl) {
-  if (impl.nodes < 2) return {};
-  std::vector<std::vector<int>> by_node(static_cast<std::size_t>(impl.nodes));
-  for (std::size_t r = 0; r < impl.node_of_rank.size(); ++r)
-    by_node[static_cast<std::size_t>(impl.node_of_rank[r])].push_back(static_cast<int>(r));
+std::vector<std::vector<int>> hierarchy_shape(const CommServices& core) {
+  if (core.nodes() < 2) return {};
+  std::vector<std::vector<int>> by_node(static_cast<std::size_t>(core.nodes()));
+  const std::vector<int>& node_of_rank = core.node_of_rank();
+  for (std::size_t r = 0; r < node_of_rank.size(); ++r)
+    by_node[static_cast<std::size_t>(node_of_rank[r])].push_back(static_cast<int>(r));
   for (const std::vector<int>& ranks : by_node)
     if (ranks.size() != by_node.front().size()) return {};
   if (by_node.front().size() < 2) return {};
@@ -240,22 +240,22 @@ std::vector<std::vector<int>> hierarchy_shape(const CommImpl& impl) {
 /// independent of the GNIO_COLL_HIER settings, so that ranks whose settings differ still make the
 /// same teams (every rank makes every node index's team: team ids and heap offsets stay the same
 /// everywhere).
-Hierarchy make_hierarchy(CommImpl& impl) {
+Hierarchy make_hierarchy(const CommServices& core) {
   Hierarchy h;
-  const std::vector<std::vector<int>> by_node = hierarchy_shape(impl);
+  const std::vector<std::vector<int>> by_node = hierarchy_shape(core);
   if (by_node.empty()) return h;
   const std::size_t per_node = by_node.front().size();
-  std::lock_guard<std::mutex> lock(impl.mutex);
+  std::lock_guard<std::mutex> lock(core.setup_mutex());
   for (std::size_t i = 0; i < per_node; ++i) {
     std::vector<int> members;
     for (const std::vector<int>& ranks : by_node) members.push_back(ranks[i]);
-    const Team t = impl.make_team(members);
+    const Team t = core.make_team(members);
     if (t.contains_me()) h.across = t;
   }
-  h.node = impl.node_team;
+  h.node = core.node_team();
   // The node team lists the node's ranks ascending, as by_node does: member i of this rank's
   // node team and of its counterparts' node teams hold the same block.
-  GNIO_ASSERT(h.across.contains_me() && h.node.index == impl.local_rank);
+  GNIO_ASSERT(h.across.contains_me() && h.node.index == core.local_rank());
   h.usable = true;
   return h;
 }
@@ -268,13 +268,13 @@ struct Channel {
 
 class CollState {
  public:
-  explicit CollState(const CommImpl& impl) : CollState(impl, hierarchy_shape(impl)) {}
-  CollState(const CommImpl& impl, const std::vector<std::vector<int>>& by_node)
+  explicit CollState(const CommServices& core) : CollState(core, hierarchy_shape(core)) {}
+  CollState(const CommServices& core, const std::vector<std::vector<int>>& by_node)
       : cfg(read_config()),
         check(config_bool("GNIO_CHECK")),
-        hier_ranks_per_node(by_node.empty() ? 0 : impl.node_ranks.size()),
+        hier_ranks_per_node(by_node.empty() ? 0 : core.ranks_on_node()),
         hier_consecutive(ranks_consecutive(by_node)),
-        ranks(impl.node_of_rank.size()),
+        ranks(core.node_of_rank().size()),
         algos(parse_algorithms(config_text("GNIO_ALGO"), "GNIO_ALGO")) {}
 
   const CollConfig cfg;
@@ -294,23 +294,24 @@ class CollState {
   std::uint64_t check_seq = 0;  // collectives this rank has called on the communicator
 };
 
-CollState& state(CommImpl& impl) {
-  std::lock_guard<std::mutex> lock(impl.mutex);
-  if (!impl.coll_state) impl.coll_state = std::make_shared<CollState>(impl);
-  return *static_cast<CollState*>(impl.coll_state.get());
+CollState& state(const CommServices& core) {
+  std::lock_guard<std::mutex> lock(core.setup_mutex());
+  std::shared_ptr<void>& slot = core.coll_state();
+  if (!slot) slot = std::make_shared<CollState>(core);
+  return *static_cast<CollState*>(slot.get());
 }
 
 /// Allocates and clears a channel's buffers. Collective over all ranks.
-CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t id) {
-  std::lock_guard<std::mutex> lock(impl.mutex);
-  const std::size_t slots = static_cast<std::size_t>(impl.bootstrap->size());
+CollChannel create_channel(const CommServices& core, const CollConfig& cfg, std::uint32_t id) {
+  std::lock_guard<std::mutex> lock(core.setup_mutex());
+  const std::size_t slots = static_cast<std::size_t>(core.size());
   const std::size_t blocks = kCollMaxBlocks, pipe_blocks = kCollPipeBlocks;
   const Geometry geo = geometry(cfg, slots);
   // Staging also bounds the piece that one oneshot/twoshot kernel moves (the same on every rank):
   // on GPUs 64 MiB pieces keep the per-kernel handshakes under 5 % of a large call (16 MiB pieces
   // cost 20 %, measured on 2 x H200); the host backend keeps shared memory small.
   const std::size_t staging =
-      cfg.staging ? cfg.staging : (impl.backend_kind == Backend::Host ? 16u << 20 : 64u << 20);
+      cfg.staging ? cfg.staging : (core.backend_kind() == Backend::Host ? 16u << 20 : 64u << 20);
   CollChannel ch;
   ch.slots = static_cast<std::uint32_t>(slots);
   ch.max_blocks = kCollMaxBlocks;
@@ -323,7 +324,7 @@ CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t 
   // Control words, cleared: epoch, credit, done, head, tail, addr.
   const std::size_t n8 = slots * sizeof(std::uint64_t);
   const std::size_t ctl_bytes = 2 * n8 + 64 + 2 * blocks * n8 + kCollAddrWords * blocks * n8;
-  const SymPtr<char> ctl = impl.alloc_internal(ctl_bytes);
+  const SymPtr<char> ctl = core.alloc_internal(ctl_bytes);
   ch.epoch = ctl.cast<std::uint64_t>();
   ch.credit = ctl.byte_offset<std::uint64_t>(n8);
   ch.done = ctl.byte_offset<std::uint32_t>(2 * n8);
@@ -331,30 +332,24 @@ CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t 
   ch.tail = ctl.byte_offset<std::uint64_t>(2 * n8 + 64 + blocks * n8);
   ch.addr = ctl.byte_offset<std::uint64_t>(2 * n8 + 64 + 2 * blocks * n8);
   // LL packets, cleared (a stale flag must never match); pipes and staging need no clearing.
-  ch.ll = impl.alloc_internal(2 * slots * geo.ll_slot);
-  auto alloc_raw = [&](std::size_t bytes) {
-    const std::uint64_t off = impl.heap->allocate(bytes, 256);
-    impl.internal_bytes += bytes;
-    return SymPtr<char>{impl.heap_id, 0, off};
-  };
-  ch.pipe = alloc_raw(slots * pipe_blocks * cfg.depth * geo.pipe_chunk);
-  if (impl.proxy) {
+  ch.ll = core.alloc_internal(2 * slots * geo.ll_slot);
+  ch.pipe = core.alloc_internal(slots * pipe_blocks * cfg.depth * geo.pipe_chunk, false);
+  if (core.has_network()) {
     // Pipes to other nodes: the same layout as `pipe`, in the proxies' host memory (see
     // CollChannel::land_in); every rank creates its channels in the same order, so the region
     // ids agree.
     const std::size_t messages = slots * pipe_blocks * cfg.depth * geo.pipe_chunk;
-    const proxy::Proxy::Landing land =
-        impl.proxy->add_landing(messages + 2 * pipe_blocks * n8, messages);
+    const LandingRegion land = core.add_landing(messages + 2 * pipe_blocks * n8, messages);
     ch.landing = land.id;
     ch.land_in = land.inbox;
     ch.land_out = land.outbox;
     ch.land_flags = messages;
-    ch.land_count = impl.alloc_internal(2 * pipe_blocks * n8).cast<std::uint64_t>();
+    ch.land_count = core.alloc_internal(2 * pipe_blocks * n8).cast<std::uint64_t>();
   }
-  ch.stage_in = alloc_raw(staging);
-  ch.stage_out = alloc_raw(staging);
+  ch.stage_in = core.alloc_internal(staging, false);
+  ch.stage_out = core.alloc_internal(staging, false);
   // Every rank's words are clear before any peer can write into them.
-  impl.bootstrap->barrier();
+  core.barrier();
   GNIO_INFO(Coll,
             "collective channel %u: %zu ranks, LL slot %llu B, pipe %u x %llu B per peer and "
             "block, staging 2 x %zu B",
@@ -364,14 +359,14 @@ CollChannel create_channel(CommImpl& impl, const CollConfig& cfg, std::uint32_t 
 }
 
 /// The channel of `stream`, set up (collectively) on first use.
-CollChannel channel_for(CommImpl& impl, CollState& st, StreamRef stream) {
+CollChannel channel_for(const CommServices& core, CollState& st, StreamRef stream) {
   const bool host = stream.is_host();
   const std::uintptr_t key = host ? reinterpret_cast<std::uintptr_t>(stream.host())
                                   : reinterpret_cast<std::uintptr_t>(stream.cuda());
   std::lock_guard<std::mutex> lock(st.mu);
   for (const Channel& c : st.channels)
     if (c.key == key && c.host == host) return c.dev;
-  const int rank = impl.bootstrap->rank();
+  const int rank = core.rank();
   GNIO_REQUIRE(
       st.channels.size() < st.cfg.channels,
       "rank %d: this is stream number %zu used for collectives on this communicator, but "
@@ -386,8 +381,8 @@ CollChannel channel_for(CommImpl& impl, CollState& st, StreamRef stream) {
   Channel c;
   c.key = key;
   c.host = host;
-  c.dev = create_channel(impl, st.cfg, static_cast<std::uint32_t>(st.channels.size()));
-  if (st.channels.empty()) st.hier = make_hierarchy(impl);
+  c.dev = create_channel(core, st.cfg, static_cast<std::uint32_t>(st.channels.size()));
+  if (st.channels.empty()) st.hier = make_hierarchy(core);
   st.channels.push_back(c);
   return c.dev;
 }
@@ -399,7 +394,7 @@ void check_stream(const Comm& comm, StreamRef stream) {
       "rank %d: a %s stream was given to a collective on a communicator of the %s backend; "
       "use a gnio::Stream of this communicator",
       comm.rank(), stream.is_host() ? "host-backend" : "CUDA", to_string(comm.backend()));
-  if (comm.nodes() > 1 && !comm.impl()->proxy)
+  if (comm.nodes() > 1 && !CommServices(comm).has_network())
     fail(ErrorClass::Unsupported,
          "rank %d: collectives over %d nodes need the network transport to the other nodes, and "
          "this communicator has none (GNIO_NET=none, or a backend that does not carry it yet: "
@@ -643,8 +638,8 @@ std::string compare_records(const std::vector<CheckRecord>& all) {
 
 /// Alltoallv: rank r's send_counts[q] must equal rank q's recv_counts[r]. One more exchange (of
 /// the counts), made only when every rank is in the same valid alltoallv call.
-void check_alltoallv_pairs(CommImpl& impl, const Request& r, const char* call) {
-  const int n = impl.bootstrap->size(), me = impl.bootstrap->rank();
+void check_alltoallv_pairs(const CommServices& core, const Request& r, const char* call) {
+  const int n = core.size(), me = core.rank();
   const std::size_t nn = static_cast<std::size_t>(n);
   std::vector<std::uint64_t> counts(2 * nn * nn);
   std::uint64_t* mine = counts.data() + 2 * nn * static_cast<std::size_t>(me);
@@ -652,7 +647,7 @@ void check_alltoallv_pairs(CommImpl& impl, const Request& r, const char* call) {
     mine[q] = r.a2av[0][q];
     mine[nn + q] = r.a2av[2][q];
   }
-  impl.bootstrap->allgather(counts.data(), 2 * nn * sizeof(std::uint64_t));
+  core.allgather(counts.data(), 2 * nn * sizeof(std::uint64_t));
   std::string s;
   int shown = 0, found = 0;
   for (int from = 0; from < n; ++from)
@@ -678,7 +673,7 @@ void check_alltoallv_pairs(CommImpl& impl, const Request& r, const char* call) {
 /// the bootstrap, and throws on every rank (before anything is enqueued) when a rank's own checks
 /// failed or the ranks disagree. A rank whose own checks failed throws its own error; the others
 /// throw InvalidArgument naming it.
-void cross_check(const Comm& comm, CommImpl& impl, CollState& st, const Request& r,
+void cross_check(const Comm& comm, const CommServices& core, CollState& st, const Request& r,
                  StreamRef stream) {
   std::exception_ptr local;
   try {
@@ -700,7 +695,7 @@ void cross_check(const Comm& comm, CommImpl& impl, CollState& st, const Request&
   rec.valid = local ? 0 : 1;
   std::vector<CheckRecord> all(static_cast<std::size_t>(n));
   all[static_cast<std::size_t>(me)] = rec;
-  impl.bootstrap->allgather(all.data(), sizeof(CheckRecord));
+  core.allgather(all.data(), sizeof(CheckRecord));
   // Every rank saw the same records: continue from the same number after a mismatch, so one
   // skipped call is reported once and the calls after it are checked normally.
   for (const CheckRecord& q : all)
@@ -712,7 +707,7 @@ void cross_check(const Comm& comm, CommImpl& impl, CollState& st, const Request&
     fail(ErrorClass::InvalidArgument,
          "rank %d: %s: %s; nothing was enqueued on any rank (GNIO_CHECK=1)", me, call.c_str(),
          problems.c_str());
-  if (r.kind == CollKind::AllToAllV) check_alltoallv_pairs(impl, r, call.c_str());
+  if (r.kind == CollKind::AllToAllV) check_alltoallv_pairs(core, r, call.c_str());
 }
 
 /// The whole call as one set of kernel arguments (before chunking).
@@ -807,25 +802,17 @@ LaunchDims dims_for(const CollConfig& cfg, bool host, CollAlgo algo, bool pipes,
   return d;
 }
 
-/// True when [p, p + bytes) lies in this rank's symmetric heap.
-bool in_heap(const CommImpl& impl, const void* p, std::size_t bytes) {
-  const char* base = impl.heap->local_base();
-  const char* c = static_cast<const char*>(p);
-  return c >= base && static_cast<std::size_t>(c - base) <= impl.heap->mapped() &&
-         bytes <= impl.heap->mapped() - static_cast<std::size_t>(c - base);
-}
-
 /// Enqueues a validated call over `team` on channel `ch`.
 void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team, const Request& r,
              StreamRef stream) {
-  CommImpl& impl = *comm.impl();
+  const CommServices core(comm);
   const CollComm cc = make_coll_comm(comm, st, ch, team);
   const int n = team.size, me = team.index;
   const bool host = stream.is_host();
   const std::size_t es = size_of(r.type);
   const CollArgs full = full_args(comm, r);
   const CollAlgo algo = resolve(st, cc, full);
-  if (impl.flight.enabled()) {
+  if (core.flight_enabled()) {
     FlightEntry e;
     e.event = FlightEvent::Collective;
     e.what = to_string(r.kind);
@@ -837,7 +824,7 @@ void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team,
     e.stream = host ? reinterpret_cast<std::uintptr_t>(stream.host())
                     : reinterpret_cast<std::uintptr_t>(stream.cuda());
     e.channel = static_cast<std::int32_t>(ch.id);
-    impl.record(e);
+    core.record(e);
   }
 
   CollLaunch l;
@@ -872,10 +859,10 @@ void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team,
   const bool out_shared =
       algo == CollAlgo::TwoShot && !(r.kind == CollKind::Reduce && me != r.root);
   const std::size_t in_total = full.bytes * (gathered_in(r.kind) ? static_cast<std::size_t>(n) : 1);
-  const bool stage_in = in_shared && !in_heap(impl, r.send, in_total);
+  const bool stage_in = in_shared && !core.in_heap(r.send, in_total);
   const std::size_t out_total =
       full.bytes * (gathered_out(r.kind) ? static_cast<std::size_t>(n) : 1);
-  const bool stage_out = out_shared && !in_heap(impl, r.recv, out_total);
+  const bool stage_out = out_shared && !core.in_heap(r.recv, out_total);
   char* stage_in_ptr = comm.local(ch.stage_in);
   char* stage_out_ptr = comm.local(ch.stage_out);
   GNIO_TRACE(Coll, "%s of %zu x %s (%s) with %s on channel %u%s%s", to_string(r.kind), r.count,
@@ -986,7 +973,7 @@ void run_hierarchical_allreduce(Comm& comm, CollState& st, const CollChannel& ch
     part.count = r.count - head;
     part.send = r.send + head * es;
     part.recv = r.recv + head * es;
-    enqueue(comm, st, ch, comm.impl()->world, part, stream);
+    enqueue(comm, st, ch, CommServices(comm).world(), part, stream);
   }
 }
 
@@ -1022,18 +1009,18 @@ void run_hierarchical_allgather(Comm& comm, CollState& st, const CollChannel& ch
 }
 
 void run(Comm& comm, const Request& r, StreamRef stream) {
-  CommImpl& impl = *comm.impl();
-  CollState& st = state(impl);
+  const CommServices core(comm);
+  CollState& st = state(core);
   if (st.check) {
-    cross_check(comm, impl, st, r, stream);
+    cross_check(comm, core, st, r, stream);
   } else {
     validate(comm, r);
     check_stream(comm, stream);
   }
   if (r.kind != CollKind::AllToAllV && r.count == 0) return;
-  const CollChannel ch = channel_for(impl, st, stream);
+  const CollChannel ch = channel_for(core, st, stream);
   if (!hierarchical(st, r))
-    enqueue(comm, st, ch, impl.world, r, stream);
+    enqueue(comm, st, ch, core.world(), r, stream);
   else if (r.kind == CollKind::AllReduce)
     run_hierarchical_allreduce(comm, st, ch, r, stream);
   else
@@ -1093,15 +1080,15 @@ void alltoallv(Comm& comm, const void* send, std::span<const std::size_t> send_c
 
 void coll_prepare(Comm& comm, StreamRef stream) {
   detail::check_stream(comm, stream);
-  detail::CommImpl& impl = *comm.impl();
-  (void)detail::channel_for(impl, detail::state(impl), stream);
+  const detail::CommServices core(comm);
+  (void)detail::channel_for(core, detail::state(core), stream);
 }
 
 CollComm coll_comm(Comm& comm, StreamRef stream, const Team& team) {
   detail::check_stream(comm, stream);
-  detail::CommImpl& impl = *comm.impl();
-  detail::CollState& st = detail::state(impl);
-  const detail::CollChannel ch = detail::channel_for(impl, st, stream);
+  const detail::CommServices core(comm);
+  detail::CollState& st = detail::state(core);
+  const detail::CollChannel ch = detail::channel_for(core, st, stream);
   return detail::make_coll_comm(comm, st, ch, team);
 }
 
@@ -1111,7 +1098,7 @@ CollComm coll_comm(Comm& comm, StreamRef stream) {
 
 void coll_set_algorithm(Comm& comm, const std::string& spec) {
   const detail::AlgoTable t = detail::parse_algorithms(spec, "coll_set_algorithm");
-  detail::CollState& st = detail::state(*comm.impl());
+  detail::CollState& st = detail::state(detail::CommServices(comm));
   std::lock_guard<std::mutex> lock(st.mu);
   st.algos = t;
 }
@@ -1121,19 +1108,19 @@ bool coll_hierarchical(Comm& comm, CollKind kind, std::size_t count, DataType ty
   r.kind = kind;
   r.type = type;
   r.count = count;
-  return detail::hierarchical(detail::state(*comm.impl()), r);
+  return detail::hierarchical(detail::state(detail::CommServices(comm)), r);
 }
 
 CollAlgo coll_algorithm(Comm& comm, CollKind kind, std::size_t count, DataType type) {
-  detail::CommImpl& impl = *comm.impl();
-  detail::CollState& st = detail::state(impl);
+  const detail::CommServices core(comm);
+  detail::CollState& st = detail::state(core);
   detail::Request r;
   r.kind = kind;
   r.type = type;
   r.count = count;
   CollComm cc;
   cc.dc = comm.device_comm();
-  cc.team = impl.world;
+  cc.team = core.world();
   cc.ll_max = st.cfg.ll_max;
   cc.oneshot_max = st.cfg.oneshot_max;
   cc.remote_oneshot_max = st.cfg.remote_oneshot_max;

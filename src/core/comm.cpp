@@ -247,12 +247,14 @@ StreamRef CommImpl::internal_stream() const {
   return host_stream ? StreamRef(host_stream) : StreamRef(cuda_stream);
 }
 
-SymPtr<char> CommImpl::alloc_internal(std::size_t bytes) {
+SymPtr<char> CommImpl::alloc_internal(std::size_t bytes, bool clear) {
   std::uint64_t off = heap->allocate(bytes, 256);
   if (proxy) proxy->set_heap_bytes(heap->mapped());
   internal_bytes += bytes;
-  backend->fill(heap->local_base() + off, 0, bytes, internal_stream());
-  backend->stream_synchronize(internal_stream());
+  if (clear) {
+    backend->fill(heap->local_base() + off, 0, bytes, internal_stream());
+    backend->stream_synchronize(internal_stream());
+  }
   return SymPtr<char>{heap_id, 0, off};
 }
 

@@ -30,8 +30,9 @@ class CommImpl {
   CommImpl(std::unique_ptr<Bootstrap> bootstrap, LaunchInfo info, const CommOptions& options);
   ~CommImpl();
 
-  /// Allocates `bytes` of gnio-internal symmetric memory (collective) and clears it on this rank.
-  SymPtr<char> alloc_internal(std::size_t bytes);
+  /// Allocates `bytes` of gnio-internal symmetric memory (collective), 256-byte aligned, and
+  /// clears it on this rank unless `clear` is false.
+  SymPtr<char> alloc_internal(std::size_t bytes, bool clear = true);
   /// Builds a team from its world ranks (collective over all ranks).
   Team make_team(const std::vector<int>& members);
   /// Describes the symmetric-heap location `offset` for error messages.

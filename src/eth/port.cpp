@@ -22,12 +22,13 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "base/dynamic_library.hpp"
 #include "base/fail.hpp"
-#include "core/comm_impl.hpp"
+#include "core/comm_services.hpp"
 #include "gnio/config.hpp"
 #include "gnio/eth.hpp"
 #include "gnio/log.hpp"
@@ -141,7 +142,7 @@ void store_release(std::uint32_t* p, std::uint32_t v) {
 }  // namespace
 
 struct Port::Impl {
-  std::shared_ptr<gnio::detail::CommImpl> comm;
+  std::optional<Comm> comm;  // kept alive: its backend registered the port's memory
   platform::Backend* backend = nullptr;
   PortOptions options;
   int ifindex = 0;
@@ -443,8 +444,8 @@ void Port::Impl::close() noexcept {
 }
 
 Port::Port(Comm& comm, const PortOptions& options) : impl_(std::make_unique<Impl>()) {
-  impl_->comm = comm.impl();
-  impl_->backend = impl_->comm->backend.get();
+  impl_->comm.emplace(comm);
+  impl_->backend = &gnio::detail::CommServices(comm).backend();
   impl_->options = options;
   impl_->open();
   GNIO_INFO(Eth, "eth::Port %s queue %u: %s; %u frames of %u bytes", options.interface.c_str(),
