@@ -65,6 +65,8 @@ class TcpProxy final : public Proxy {
   ~TcpProxy() override;
 
  private:
+  /// The sender thread (tcp_sender.cpp): descriptors out, acks and replies, the ring's counters.
+  class Sender;
   void send_loop();
   /// Receives on lane `lane` of every peer until each said goodbye (or stop).
   void receive_loop(int lane);

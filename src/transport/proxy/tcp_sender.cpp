@@ -1,0 +1,455 @@
+// The tcp proxy's sender thread: it takes descriptors from the command ring, sends their frames
+// (small ones gathered per peer, large heap puts striped over the lanes past the first), moves
+// the ring's head as frames leave and its done counter as the peer acknowledges them, sends the
+// acks and replies this rank owes, and waits briefly when there is nothing to do. One turn of
+// its loop is the steps below, in this order.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/deadline.hpp"
+#include "base/fail.hpp"
+#include "gnio/config.hpp"
+#include "gnio/device/atomic.hpp"
+#include "transport/proxy/proxy_frame.hpp"
+#include "transport/proxy/tcp_proxy.hpp"
+
+namespace gnio::proxy {
+namespace {
+
+/// Descriptors the sender takes from the ring before it sends what it gathered, acks and replies.
+constexpr int kDescriptorsPerTurn = 64;
+/// Frames with at most this much data that the sender reads directly are gathered per peer and
+/// written together (one system call for a burst of small puts, signals, acks and replies) ...
+constexpr std::size_t kGatherMaxData = 4096;
+/// ... until this many bytes wait.
+constexpr std::size_t kGatherBytes = std::size_t{64} << 10;
+
+}  // namespace
+
+class TcpProxy::Sender {
+ public:
+  explicit Sender(TcpProxy& proxy);
+  /// Runs until the proxy stops, then says goodbye to every peer (unless the transport failed).
+  void run();
+
+ private:
+  // ---- one turn's steps (each returns true when it did something) ----
+  /// A striped put whose pieces are all in place at the target: its signal goes out on lane 0.
+  bool finish_striped();
+  /// Takes up to kDescriptorsPerTurn descriptors from the ring and sends or hands out their
+  /// frames.
+  bool take_descriptors();
+  /// Sends (or hands to lanes) the frame(s) of the descriptor in `slot`, ticket `next_`.
+  void take(const ProxyDesc& slot, Clock::time_point seen, bool stripe);
+  /// The head passes every ticket whose frame was sent, in order.
+  bool advance_head();
+  /// Sends the acks this rank owes each connection and counts the acks it received.
+  bool exchange_acks();
+  /// Sends the replies this rank owes (a get's data read from the heap now) and retires its own
+  /// requests that were answered.
+  bool send_replies();
+  /// Publishes the done counter past every ticket that owes nothing more.
+  void retire_done();
+  /// Within the spin window after the last work only yields; then waits briefly for the
+  /// receiver's nudge.
+  void wait_for_work(bool busy);
+
+  // ---- sending ----
+  /// Writes what is gathered for `peer`.
+  bool flush(int peer);
+  /// Sends frame `f` and `bytes` of `data` to `peer` on lane 0: gathered when this thread reads
+  /// the data itself (`host_data`: host memory it reads directly, such as a slot's inline buffer),
+  /// else after what is gathered for that peer (one connection, one order).
+  bool send_frame(int peer, const Frame& f, const void* data, std::size_t bytes,
+                  bool host_data = false);
+  /// GNIO_NET_CUT_AFTER: sends the frame and part of its data, then breaks the link.
+  bool cut_link(int peer, Staging& staging, const Frame& f, const void* data);
+
+  /// A frame of a ticket sent by this thread (lane 0) or handed to a lane as its frame `seq`
+  /// (sent once the lane's count passes it). The head moves by `advance` as each is passed: 1,
+  /// except for the pieces of a striped put, of which only the last moves it.
+  struct Handed {
+    int lane;
+    std::uint64_t seq;
+    std::uint64_t advance;
+  };
+  /// Hands `frame` (with `n` bytes of `src`) to lane `lane` for `peer`; the entry that says when
+  /// it was sent.
+  Handed hand(int lane, int peer, const Frame& frame, const void* src, std::uint64_t n, bool staged,
+              Clock::time_point seen);
+
+  TcpProxy& p_;
+  const std::uint64_t mask_;
+  const std::vector<int>& peers_;
+  Staging direct_staging_;
+  std::vector<std::uint64_t> acks_sent_, acks_seen_;  // per connection
+  // Tickets per connection (at(peer, lane)) awaiting the peer's ack.
+  std::vector<std::deque<std::uint64_t>> in_flight_;
+  // Tickets done_base_.. in order: the acks (or the answer) each still waits for; 0 = done.
+  std::deque<std::uint32_t> owed_;
+  std::deque<Handed> handed_;  // frames of tickets head_.., in order
+  // A heap put of at least GNIO_NET_STRIPE_MIN bytes goes out in pieces, one per lane past the
+  // first, sent in parallel by their threads. Until every piece is acked no later descriptor is
+  // taken, so the put keeps its place in the order of everything this rank sends (what fence()
+  // and put_signal rely on); its signal then follows on lane 0.
+  struct Striped {
+    bool active = false;
+    int peer = 0;
+    std::uint64_t ticket = 0;
+    bool signal = false;
+    Frame signal_frame{};
+  };
+  Striped striped_;
+  // Gets and atomics of this rank not yet answered, per peer (and each one's peer): a put is not
+  // striped to a peer that still owes an answer, because the target could apply the pieces
+  // (received on other lanes) before it reads or updates what the request names.
+  std::vector<std::uint32_t> unanswered_;
+  std::unordered_map<std::uint64_t, int> asked_;
+  std::uint64_t next_ = 0, head_ = 0, done_base_ = 0;
+  unsigned idle_ = 0;
+  std::chrono::steady_clock::time_point last_work_ = std::chrono::steady_clock::now();
+  // Fault injection (GNIO_NET_CUT_AFTER): data bytes sent to each peer so far.
+  const std::uint64_t cut_after_;
+  std::vector<std::uint64_t> data_sent_;
+  // Fault injection (GNIO_NET_BAD_REPLY): replies name a ticket the asker never used.
+  const std::uint64_t bad_reply_;
+  // Small frames gathered per peer (lane 0), written together by flush().
+  std::vector<std::vector<char>> gathered_;
+};
+
+TcpProxy::Sender::Sender(TcpProxy& proxy)
+    : p_(proxy),
+      mask_(proxy.handle_.capacity - 1),
+      peers_(proxy.mesh_.peers()),
+      direct_staging_(proxy.backend_, Staging::Direction::Outbound, true, 0),
+      acks_sent_(proxy.mesh_.connections(), 0),
+      acks_seen_(proxy.mesh_.connections(), 0),
+      in_flight_(proxy.mesh_.connections()),
+      unanswered_(static_cast<std::size_t>(proxy.size_), 0),
+      cut_after_(config_size("GNIO_NET_CUT_AFTER")),
+      data_sent_(static_cast<std::size_t>(proxy.size_), 0),
+      bad_reply_(config_bool("GNIO_NET_BAD_REPLY") ? std::uint64_t{1} << 62 : 0),
+      gathered_(static_cast<std::size_t>(proxy.size_)) {}
+
+void TcpProxy::send_loop() {
+  Sender(*this).run();
+}
+
+void TcpProxy::Sender::run() {
+  while (!p_.stop_.load(std::memory_order_acquire)) {
+    bool busy = false;
+    if (!p_.failed()) {
+      busy |= finish_striped();
+      busy |= take_descriptors();
+      busy |= advance_head();
+      busy |= exchange_acks();
+      busy |= send_replies();
+      retire_done();
+      // What was gathered this turn goes out now: one write per peer.
+      for (int peer : peers_) (void)flush(peer);
+    }
+    wait_for_work(busy);
+  }
+  if (!p_.failed()) {
+    for (int peer : peers_) {
+      Frame bye{kFrameMagic, kFrameBye, p_.token_, 0, 0, 0, 0, 0, 0, 0};
+      if (send_frame(peer, bye, nullptr, 0)) (void)flush(peer);
+    }
+  }
+}
+
+bool TcpProxy::Sender::finish_striped() {
+  if (!striped_.active) return false;
+  const std::uint32_t left = striped_.ticket < done_base_ ? 0 : owed_[striped_.ticket - done_base_];
+  if (striped_.signal && left == 1) {  // every piece is in place at the target
+    if (send_frame(striped_.peer, striped_.signal_frame, nullptr, 0))
+      in_flight_[p_.at(striped_.peer, 0)].push_back(striped_.ticket);
+    striped_.active = false;
+    return true;
+  }
+  if (!striped_.signal && left == 0) {
+    striped_.active = false;
+    return true;
+  }
+  return false;
+}
+
+bool TcpProxy::Sender::take_descriptors() {
+  bool busy = false;
+  for (int taken = 0; taken < kDescriptorsPerTurn && !striped_.active; ++taken) {
+    ProxyDesc* slot = p_.handle_.slots + (next_ & mask_);
+    if (dev::atomic_load(&slot->seq, dev::Order::Acquire) != next_ + 1) break;
+    const Clock::time_point seen = p_.stats() ? Clock::now() : Clock::time_point{};
+    const int peer = slot->peer;
+    // A put to be striped waits until this rank's earlier frames to that peer on lane 0 were
+    // applied there (acked): its pieces travel on the other connections and would otherwise
+    // overtake them (a put, fence(), then a large put to the same place must land in order).
+    const bool stripe = peer >= 0 && peer < p_.size_ &&
+                        p_.striping(*slot, unanswered_[static_cast<std::size_t>(peer)]);
+    if (stripe && !in_flight_[p_.at(peer, 0)].empty()) break;
+    take(*slot, seen, stripe);
+    ++next_;
+    busy = true;
+  }
+  return busy;
+}
+
+TcpProxy::Sender::Handed TcpProxy::Sender::hand(int lane, int peer, const Frame& frame,
+                                                const void* src, std::uint64_t n, bool staged,
+                                                Clock::time_point seen) {
+  Lane& ln = *p_.lane_[static_cast<std::size_t>(lane)];
+  Handed h{lane, 0, 1};
+  {
+    std::lock_guard<std::mutex> lock(ln.mutex);
+    ln.queue.push_back(LaneFrame{peer, frame, src, n, staged, seen});
+    h.seq = ln.queued.load(std::memory_order_relaxed);
+    ln.queued.fetch_add(1, std::memory_order_release);
+  }
+  ln.wake.notify_one();
+  in_flight_[p_.at(peer, lane)].push_back(next_);
+  return h;
+}
+
+void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool stripe) {
+  const int peer = slot.peer;
+  const bool data = slot.op == static_cast<std::uint32_t>(ProxyOp::Put) ||
+                    slot.op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
+  // Gets and atomics are done by their reply (which carries the ticket), not by acks.
+  const bool get = slot.op == static_cast<std::uint32_t>(ProxyOp::Get);
+  const bool request = get || slot.op == static_cast<std::uint32_t>(ProxyOp::Atomic);
+  Frame f{kFrameMagic,        slot.op,     p_.token_,
+          slot.dst_offset,    slot.bytes,  slot.sig_offset,
+          slot.value,         slot.sig_op, slot.flags >> kProxyRegionShift,
+          request ? next_ : 0};
+  // Data device code left in an outbox (host memory) is sent from there, once it is known to lie
+  // inside one: the address comes from device code.
+  const bool host_source = data && (slot.flags & kProxyHostSource) != 0;
+  const bool inline_data =
+      data && (slot.flags & kProxyInline) != 0 && slot.bytes <= kProxyInlineBytes;
+  // Frames into landing regions go on their lane when their data is host memory (which a lane
+  // thread reads directly; GPU memory needs this thread's staging).
+  const int lane = f.region != 0 && p_.lanes_ > 1 && (!data || host_source || inline_data)
+                       ? p_.lane_of(slot.sig_offset)
+                       : 0;
+  Handed handoff{0, 0, 1};
+  if (host_source && !p_.in_outbox(slot.src, slot.bytes)) {
+    p_.fail_transport(format(
+        "rank %d: proxy descriptor %llu sends %llu bytes from 0x%llx, which "
+        "is not inside a landing outbox (internal error)",
+        p_.rank_, static_cast<unsigned long long>(next_),
+        static_cast<unsigned long long>(slot.bytes), static_cast<unsigned long long>(slot.src)));
+  } else if (peer < 0 || peer >= p_.size_ || p_.mesh_.fd(peer) < 0) {
+    p_.fail_transport(
+        format("rank %d: proxy descriptor %llu names rank %d, which is not a remote "
+               "peer (internal error)",
+               p_.rank_, static_cast<unsigned long long>(next_), peer));
+  } else {
+    if (request) {
+      std::lock_guard<std::mutex> lock(p_.requests_mutex_);
+      p_.requests_[next_] = Request{
+          peer, get, get ? slot.src : std::uint64_t{(slot.flags & kProxyFetch) != 0}, slot.bytes};
+    }
+    const void* from = !data         ? nullptr
+                       : inline_data ? p_.handle_.inline_data + (next_ & mask_) * kProxyInlineBytes
+                                     : reinterpret_cast<const void*>(slot.src);
+    const std::uint64_t bytes = data ? slot.bytes : 0;
+    if (stripe) {
+      const std::uint64_t pieces = static_cast<std::uint64_t>(p_.lanes_ - 1);
+      const std::uint64_t piece = ((bytes + pieces - 1) / pieces + 4095) & ~std::uint64_t{4095};
+      std::uint32_t count = 0;
+      for (std::uint64_t i = 0; i * piece < bytes; ++i) {
+        Frame pf = f;
+        pf.type = static_cast<std::uint32_t>(ProxyOp::Put);
+        pf.dst_offset = f.dst_offset + i * piece;
+        pf.bytes = std::min(piece, bytes - i * piece);
+        pf.sig_offset = pf.value = 0;
+        pf.sig_op = 0;
+        Handed h = hand(1 + static_cast<int>(i), peer, pf,
+                        static_cast<const char*>(from) + i * piece, pf.bytes, true, seen);
+        h.advance = 0;
+        handed_.push_back(h);
+        ++count;
+      }
+      handed_.back().advance = 1;
+      const bool signal = slot.op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
+      owed_.push_back(count + (signal ? 1 : 0));
+      striped_ = Striped{true, peer, next_, signal,
+                         Frame{kFrameMagic, static_cast<std::uint32_t>(ProxyOp::Signal), p_.token_,
+                               0, 0, slot.sig_offset, slot.value, slot.sig_op, 0, 0}};
+      handoff.advance = 0;  // the pieces' entries move the head
+    } else if (lane > 0) {
+      handoff = hand(lane, peer, f, from, bytes, false, seen);
+      owed_.push_back(1);
+    } else {
+      if (send_frame(peer, f, from, bytes, inline_data || host_source)) {
+        if (!request) in_flight_[p_.at(peer, 0)].push_back(next_);
+        owed_.push_back(1);
+        if (request) {
+          ++unanswered_[static_cast<std::size_t>(peer)];
+          asked_[next_] = peer;
+        }
+      }
+      if (p_.stats()) p_.lane_[0]->send_time.add(Clock::now() - seen);
+    }
+  }
+  // Consumed either way: the source was read (or never will be, or a lane reads it before the
+  // head passes it), the slot is free.
+  if (handoff.advance) handed_.push_back(handoff);
+}
+
+bool TcpProxy::Sender::advance_head() {
+  const std::uint64_t before = head_;
+  while (!handed_.empty() && (handed_.front().lane == 0 ||
+                              p_.lane_[static_cast<std::size_t>(handed_.front().lane)]->sent.load(
+                                  std::memory_order_acquire) > handed_.front().seq)) {
+    head_ += handed_.front().advance;
+    handed_.pop_front();
+  }
+  if (head_ == before) return false;
+  p_.publish_head(head_);
+  return true;
+}
+
+bool TcpProxy::Sender::exchange_acks() {
+  bool busy = false;
+  for (int peer : peers_) {
+    for (int lane = 0; lane < p_.lanes_; ++lane) {
+      const std::size_t c = p_.at(peer, lane);
+      const std::uint64_t applied = p_.applied_[c].load(std::memory_order_acquire);
+      if (applied != acks_sent_[c]) {
+        Frame ack{
+            kFrameMagic, kFrameAck, p_.token_, 0, 0, 0, 0, 0, static_cast<std::uint32_t>(lane),
+            applied};
+        if (send_frame(peer, ack, nullptr, 0)) acks_sent_[c] = applied;
+        busy = true;
+      }
+      const std::uint64_t acked = p_.peer_acked_[c].load(std::memory_order_acquire);
+      while (acks_seen_[c] < acked && !in_flight_[c].empty()) {
+        --owed_[in_flight_[c].front() - done_base_];
+        in_flight_[c].pop_front();
+        ++acks_seen_[c];
+        busy = true;
+      }
+    }
+  }
+  return busy;
+}
+
+bool TcpProxy::Sender::send_replies() {
+  bool busy = false;
+  std::vector<Reply> replies;
+  std::vector<std::uint64_t> answered;
+  {
+    std::lock_guard<std::mutex> lock(p_.replies_mutex_);
+    replies.swap(p_.replies_);
+  }
+  {
+    std::lock_guard<std::mutex> lock(p_.requests_mutex_);
+    answered.swap(p_.answered_);
+  }
+  for (Reply& r : replies) {
+    const bool get_reply = r.frame.type == kFrameGetReply;
+    r.frame.count ^= bad_reply_;
+    if (!send_frame(r.peer, r.frame, get_reply ? p_.heap_base_ + r.frame.dst_offset : nullptr,
+                    get_reply ? r.frame.bytes : 0))
+      break;
+    busy = true;
+  }
+  for (std::uint64_t t : answered) {
+    --owed_[t - done_base_];
+    if (auto it = asked_.find(t); it != asked_.end()) {
+      --unanswered_[static_cast<std::size_t>(it->second)];
+      asked_.erase(it);
+    }
+    busy = true;
+  }
+  return busy;
+}
+
+void TcpProxy::Sender::retire_done() {
+  const std::uint64_t before = done_base_;
+  while (!owed_.empty() && owed_.front() == 0) {
+    owed_.pop_front();
+    ++done_base_;
+  }
+  // Tickets whose frame could not be sent are never finished: quiet() then ends on the abort.
+  if (done_base_ != before) p_.publish_done(done_base_);
+}
+
+void TcpProxy::Sender::wait_for_work(bool busy) {
+  // Within the spin window after the last work the thread only yields, so a descriptor the device
+  // posts next is picked up at once.
+  const auto now = std::chrono::steady_clock::now();
+  if (busy) {
+    idle_ = 0;
+    last_work_ = now;
+  } else if (++idle_ < 64 || now - last_work_ < p_.spin()) {
+    std::this_thread::yield();
+  } else {
+    // Idle: wait briefly (2-core CI machines run many ranks). The receiver's work for this thread
+    // (replies, answers, acks) wakes it at once; only a new descriptor from the device waits up
+    // to this long.
+    std::unique_lock<std::mutex> lock(p_.wake_mutex_);
+    p_.wake_.wait_for(lock, std::chrono::microseconds(idle_ < 1024 ? 20 : 200),
+                      [this] { return p_.wake_pending_; });
+    p_.wake_pending_ = false;
+  }
+}
+
+bool TcpProxy::Sender::flush(int peer) {
+  std::vector<char>& g = gathered_[static_cast<std::size_t>(peer)];
+  if (g.empty()) return true;
+  const bool ok = p_.transmit(peer, 0, direct_staging_, g.data(), g.size(), nullptr, 0);
+  g.clear();
+  return ok;
+}
+
+bool TcpProxy::Sender::send_frame(int peer, const Frame& f, const void* data, std::size_t bytes,
+                                  bool host_data) {
+  // Gathered when this thread reads the data itself: copied now, so the source is free as if it
+  // had been sent (the ring's head may pass it), and released with the batch.
+  if (!cut_after_ && bytes <= kGatherMaxData && (bytes == 0 || host_data || p_.direct_)) {
+    std::vector<char>& g = gathered_[static_cast<std::size_t>(peer)];
+    if (g.capacity() < kGatherBytes + sizeof(Frame) + kGatherMaxData)
+      g.reserve(kGatherBytes + sizeof(Frame) + kGatherMaxData);
+    const char* head = reinterpret_cast<const char*>(&f);
+    g.insert(g.end(), head, head + sizeof(f));
+    if (bytes)
+      g.insert(g.end(), static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+    return g.size() < kGatherBytes || flush(peer);
+  }
+  // Anything else goes out after what is gathered for that peer (one connection, one order).
+  if (!flush(peer)) return false;
+  Staging& staging = host_data ? direct_staging_ : *p_.lane_[0]->outbound;
+  if (cut_after_ && data_sent_[static_cast<std::size_t>(peer)] + bytes > cut_after_)
+    return cut_link(peer, staging, f, data);
+  data_sent_[static_cast<std::size_t>(peer)] += bytes;
+  return p_.transmit(peer, 0, staging, &f, sizeof(f), data, bytes);
+}
+
+bool TcpProxy::Sender::cut_link(int peer, Staging& staging, const Frame& f, const void* data) {
+  // The frame and part of its data go out, then the link breaks: the receiver must report the
+  // loss and must not apply the operation.
+  std::uint64_t& sent = data_sent_[static_cast<std::size_t>(peer)];
+  const std::size_t part = static_cast<std::size_t>(cut_after_ - sent);
+  const int fd = p_.mesh_.fd(peer);
+  int err = 0;
+  (void)staging.send(fd, &f, sizeof(f), data, part, Deadline::no_progress_for(p_.timeout_s_), &err);
+  sent = cut_after_;
+  // The failure is recorded before the socket goes down, so that this rank reports the cut rather
+  // than its receiver thread's view of it (the connection closing).
+  p_.fail_transport(
+      format("rank %d: tcp transport: the link to rank %d was cut after %llu bytes "
+             "of data (GNIO_NET_CUT_AFTER fault injection)",
+             p_.rank_, peer, static_cast<unsigned long long>(cut_after_)));
+  ::shutdown(fd, SHUT_RDWR);
+  return false;
+}
+
+}  // namespace gnio::proxy
