@@ -28,6 +28,11 @@ struct ChannelOptions {
                                        ///< rounded up to a power of two)
   std::size_t max_message = 64 << 10;  ///< bytes per slot (1 B..1 GiB); larger messages take
                                        ///< several slots
+  /// Messages (and the last slot of larger ones) of at most this many bytes to peers on this
+  /// node travel as low-latency packets: 4 data bytes per 8-byte store, no fence (twice the
+  /// bytes stored, about one fence less per message). 0..1 MiB, at most max_message (larger
+  /// values are cut to it); 0: never. Costs 2 x ll_max bytes per slot.
+  std::size_t ll_max = 16 << 10;
 };
 
 /// A set of channels between every pair of ranks (and each rank and itself), in the symmetric

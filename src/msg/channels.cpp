@@ -1,5 +1,6 @@
 // gnio::Channels: the set's memory and the host's stream operations. Compiled by nvcc when the
 // cuda backend is built (its kernels run on GPUs), else by the C++ compiler (host streams only).
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdio>
@@ -47,20 +48,24 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
   GNIO_REQUIRE(o.depth >= 1 && o.depth <= 4096, "Channels: depth=%u is outside 1..4096", o.depth);
   GNIO_REQUIRE(o.max_message >= 1 && o.max_message <= (std::size_t{1} << 30),
                "Channels: max_message=%zu is outside 1 B..1 GiB", o.max_message);
+  GNIO_REQUIRE(o.ll_max <= (std::size_t{1} << 20), "Channels: ll_max=%zu is outside 0..1 MiB",
+               o.ll_max);
   // Every rank must build the same layout: compare the options before allocating anything.
-  const std::array<std::uint64_t, 3> mine = {static_cast<std::uint64_t>(o.tags), o.depth,
-                                             o.max_message};
-  std::vector<std::array<std::uint64_t, 3>> all(static_cast<std::size_t>(comm.size()));
+  const std::array<std::uint64_t, 4> mine = {static_cast<std::uint64_t>(o.tags), o.depth,
+                                             o.max_message, o.ll_max};
+  std::vector<std::array<std::uint64_t, 4>> all(static_cast<std::size_t>(comm.size()));
   all[static_cast<std::size_t>(comm.rank())] = mine;
   comm.bootstrap().allgather(all.data(), sizeof(mine));
   for (int r = 0; r < comm.size(); ++r)
     GNIO_REQUIRE(all[static_cast<std::size_t>(r)] == mine,
-                 "Channels: rank %d asked for tags=%llu depth=%llu max_message=%llu, rank %d for "
-                 "tags=%d depth=%u max_message=%zu: every rank must pass the same options",
+                 "Channels: rank %d asked for tags=%llu depth=%llu max_message=%llu ll_max=%llu, "
+                 "rank %d for tags=%d depth=%u max_message=%zu ll_max=%zu: every rank must pass "
+                 "the same options",
                  r, static_cast<unsigned long long>(all[static_cast<std::size_t>(r)][0]),
                  static_cast<unsigned long long>(all[static_cast<std::size_t>(r)][1]),
-                 static_cast<unsigned long long>(all[static_cast<std::size_t>(r)][2]), comm.rank(),
-                 o.tags, o.depth, o.max_message);
+                 static_cast<unsigned long long>(all[static_cast<std::size_t>(r)][2]),
+                 static_cast<unsigned long long>(all[static_cast<std::size_t>(r)][3]), comm.rank(),
+                 o.tags, o.depth, o.max_message, o.ll_max);
 
   const std::uint64_t pairs = static_cast<std::uint64_t>(comm.size()) * o.tags;
   // A power of two: the kernels index their rings with a mask, not a 64-bit remainder (a call on
@@ -68,12 +73,16 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
   const std::uint32_t depth = std::bit_ceil(o.depth);
   const std::uint64_t slots = pairs * depth;
   const std::uint64_t slot_bytes = round_up(o.max_message, 256);
-  // Counters first (cleared together), then the rings.
+  const std::uint64_t ll_max = std::min<std::uint64_t>(o.ll_max, o.max_message);
+  const std::uint64_t ll_cells = (ll_max + 3) / 4;
+  // Counters and packet cells first (cleared together: a cell from before must never carry a
+  // sequence number in use), then the rings.
   const std::uint64_t flags_at = 0;
   const std::uint64_t credits_at = flags_at + slots * 8;
   const std::uint64_t sent_at = credits_at + pairs * 8;
   const std::uint64_t consumed_at = sent_at + pairs * 8;
-  const std::uint64_t rings_at = round_up(consumed_at + pairs * 8, 256);
+  const std::uint64_t ll_at = round_up(consumed_at + pairs * 8, 256);
+  const std::uint64_t rings_at = round_up(ll_at + slots * ll_cells * 8, 256);
   memory_ = comm.alloc_bytes(rings_at + slots * slot_bytes);
   open_ = true;
 
@@ -89,6 +98,9 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
   device_.credits = memory_.byte_offset<std::uint64_t>(credits_at);
   device_.sent = memory_.byte_offset<std::uint64_t>(sent_at);
   device_.consumed = memory_.byte_offset<std::uint64_t>(consumed_at);
+  device_.ll = memory_.byte_offset<std::uint64_t>(ll_at);
+  device_.ll_max = ll_max;
+  device_.ll_cells = ll_cells;
   device_.tags = o.tags;
   device_.depth = depth;
   device_.slot_bytes = slot_bytes;

@@ -123,6 +123,18 @@ GNIO_KERNEL_TEST(Channel, BlockDepth8) {
 GNIO_KERNEL_TEST(Channel, BlockDepth3SmallSlots) {
   exchange_in_kernel<Block>({.tags = 1, .depth = 3, .max_message = 1000});
 }
+// Low-latency packets for every slot that can take them (ll_max = the slot: every single-slot
+// message and the last slot of every larger one, interleaved with full put_signal slots), and
+// for none (ll_max = 0). Over the proxy (NODES 2) no slot travels as packets either way.
+GNIO_KERNEL_TEST(Channel, WarpEverySlotAsPackets) {
+  exchange_in_kernel<Warp>({.tags = 1, .depth = 2, .max_message = 4096, .ll_max = 4096});
+}
+GNIO_KERNEL_TEST(Channel, BlockNoPackets) {
+  exchange_in_kernel<Block>({.tags = 1, .depth = 4, .max_message = 4096, .ll_max = 0});
+}
+GNIO_KERNEL_TEST(Channel, ThreadPacketsDepth1) {
+  exchange_in_kernel<Thread>({.tags = 1, .depth = 1, .max_message = 300, .ll_max = 300});
+}
 
 /// Many channels at once: kTags senders and kTags receivers (groups of type Coop, two per warp
 /// for Tile<16>: both tiles of a warp call together, each on its own tag, so the credit waits of

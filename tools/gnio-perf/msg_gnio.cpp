@@ -41,9 +41,10 @@ enum class Mode { Lat, Bw, Rate };
 
 struct MsgOptions {
   bool lat = true, bw = true, rate = true;
-  unsigned channels = 0;    ///< --channels (0: default)
-  std::uint32_t depth = 4;  ///< --depth
-  std::uint64_t slot = 0;   ///< --slot (0: default)
+  unsigned channels = 0;                                 ///< --channels (0: default)
+  std::uint32_t depth = 4;                               ///< --depth
+  std::uint64_t slot = 0;                                ///< --slot (0: default)
+  std::uint64_t ll_max = gnio::ChannelOptions{}.ll_max;  ///< --ll-max
   unsigned reps = 0;
 };
 
@@ -154,6 +155,8 @@ void print_usage(std::FILE* out) {
                "  --mode LIST        lat, bw, rate (comma-separated; default all)\n"
                "  --depth N          slots per channel (default 4)\n"
                "  --slot SIZE        bytes per slot (default: GPU 1M, host 256K)\n"
+               "  --ll-max SIZE      largest message sent as low-latency packets over peer\n"
+               "                     memory (default 16K; 0: none)\n"
                "  --channels N       channels (blocks per side) of the rate mode (default: GPU "
                "32, host 2)\n"
                "  --reps N           timed kernels per point (default 5)\n"
@@ -182,8 +185,10 @@ class MsgBench {
   }
 
   int run() {
-    Channels set(comm_,
-                 {.tags = static_cast<int>(channels_), .depth = opts_.depth, .max_message = slot_});
+    Channels set(comm_, {.tags = static_cast<int>(channels_),
+                         .depth = opts_.depth,
+                         .max_message = slot_,
+                         .ll_max = opts_.ll_max});
     land_ = comm_.alloc_bytes(max_);
     sig_ = comm_.alloc<std::uint64_t>(2);
     comm_.fill(comm_.local(sig_), 0, 2 * sizeof(std::uint64_t), stream_);
@@ -202,11 +207,11 @@ class MsgBench {
 
     if (comm_.rank() == 0) {
       std::printf(
-          "# gnio-perf msg: 2 ranks over %s, %s backend, %s; channels of %u slots of %s; "
-          "blocks of %u threads; median of %u kernels\n",
+          "# gnio-perf msg: 2 ranks over %s, %s backend, %s; channels of %u slots of %s "
+          "(packets up to %s); blocks of %u threads; median of %u kernels\n",
           route_proxy_ ? "the proxy transport" : "p2p", to_string(comm_.backend()),
-          comm_.device_description().c_str(), opts_.depth, format_size(slot_).c_str(), threads_,
-          reps_);
+          comm_.device_description().c_str(), opts_.depth, format_size(slot_).c_str(),
+          format_size(set_.ll_max).c_str(), threads_, reps_);
       std::printf(
           "#  mode       size   iters     msg(us)  onesided(us)    msg GB/s  onesided GB/s"
           "   ratio  #wrong\n");
@@ -224,6 +229,7 @@ class MsgBench {
       info.timing = "eager";
       info.settings = {{"depth", std::to_string(opts_.depth)},
                        {"slot_bytes", std::to_string(slot_)},
+                       {"ll_max", std::to_string(set_.ll_max)},
                        {"channels", std::to_string(channels_)},
                        {"threads_per_block", std::to_string(threads_)},
                        {"route", route_proxy_ ? "proxy" : "p2p"}};
@@ -387,6 +393,9 @@ int run_msg(CommonOptions& common, int argc, char** argv, int first) {
       opts.slot = parse_size(reader.value(arg), "--slot");
       if (!opts.slot || opts.slot > (std::uint64_t{1} << 30))
         throw UsageError{"--slot must be 1 B..1 GiB"};
+    } else if (arg == "--ll-max") {
+      opts.ll_max = parse_size(reader.value(arg), "--ll-max");
+      if (opts.ll_max > (std::uint64_t{1} << 20)) throw UsageError{"--ll-max must be 0..1 MiB"};
     } else if (arg == "--channels") {
       opts.channels = static_cast<unsigned>(parse_count(reader.value(arg), "--channels", 1024));
       if (!opts.channels) throw UsageError{"--channels must be at least 1"};

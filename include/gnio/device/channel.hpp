@@ -2,7 +2,8 @@
 // (<gnio/channel.hpp>). The sender picks the size of each message; the receiver takes the next
 // one in order, whole. Messages travel as put_signal() into a ring of `depth` slots in the
 // receiver's symmetric heap and are acknowledged by a credit signal back, so the same code runs
-// over peer memory and through the proxy to other nodes, on GPUs and on CPU threads.
+// over peer memory and through the proxy to other nodes, on GPUs and on CPU threads. Small slots
+// to peers on the same node travel as low-latency packets instead (travels_as_packets()).
 //
 //   gnio::launch(stream, {.grid = 1, .block = 128}, [=] GNIO_HD () {
 //     gnio::Channel to = set.channel(peer, 0);
@@ -40,10 +41,15 @@ struct DeviceChannels {
   SymPtr<std::uint64_t> credits;
   /// This rank's own counters: slots sent [to rank][tag] and consumed [from rank][tag].
   SymPtr<std::uint64_t> sent, consumed;
+  /// Low-latency packets: [from rank][tag][slot] of `ll_cells` 8-byte cells (in the receiver's
+  /// heap). See detail::travels_as_packets().
+  SymPtr<std::uint64_t> ll;
   int tags = 0;
   std::uint32_t depth = 0;       ///< slots per channel: a power of two (ring indices are masks)
   std::uint64_t slot_bytes = 0;  ///< max_message rounded up to 256
   std::uint64_t max_message = 0;
+  std::uint64_t ll_max = 0;    ///< largest piece sent as packets (0: none)
+  std::uint64_t ll_cells = 0;  ///< cells per packet slot: ll_max / 4, rounded up
 
   /// The channel to and from `peer` with `tag` (0 <= tag < tags).
   GNIO_HD_INLINE struct Channel channel(int peer, int tag) const;
@@ -103,6 +109,76 @@ GNIO_HD_INLINE std::uint64_t credit_interval(const DeviceChannels& s) {
 /// Index of slot `n` of a channel's ring (depth is a power of two: no division on the path).
 GNIO_HD_INLINE std::uint64_t ring_slot(const DeviceChannels& s, std::uint64_t n) {
   return n & (s.depth - 1);
+}
+
+/// True when a slot of `piece` bytes, the last of its message (`more` false), travels to or from
+/// `peer` as low-latency packets: cells of 4 data bytes and the slot's sequence number, each
+/// stored with one 8-byte store and no fence (a cell says itself whether it has arrived), and
+/// the slot's flag stored without a fence too; instead of a put_signal (data, a system-wide
+/// release, the flag). Only over peer memory: the proxy moves bytes, not cells. Sender and
+/// receiver decide the same way from the same values, so the flag needs no mark of its own.
+GNIO_HD_INLINE bool travels_as_packets(const DeviceChannels& s, int peer, std::uint64_t piece,
+                                       bool more) {
+  return !more && piece > 0 && piece <= s.ll_max && s.comm.is_p2p(peer);
+}
+
+/// Copies `n` <= 4 bytes: one 4-byte access when both ends allow it (the common case: packets
+/// hold 4 data bytes each), bytes otherwise.
+GNIO_HD_INLINE void copy_bytes(void* dst, const void* src, std::uint64_t n) {
+  if (n == 4 &&
+      ((reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) & 3) == 0) {
+    *static_cast<std::uint32_t*>(dst) = *static_cast<const std::uint32_t*>(src);
+    return;
+  }
+  for (std::uint64_t i = 0; i < n; ++i)
+    static_cast<char*>(dst)[i] = static_cast<const char*>(src)[i];
+}
+
+/// The sequence number the cells of message slot `n` carry (flags carry n + 1 too).
+GNIO_HD_INLINE std::uint32_t packet_seq(std::uint64_t n) {
+  return static_cast<std::uint32_t>(n + 1);
+}
+
+/// This member's share of a slot's packets: cells g.rank(), g.rank() + g.size(), ... of the
+/// `bytes` at `src`, stored into `cells` (the receiver's, through peer memory).
+template <class Coop>
+GNIO_HD_INLINE void store_packets(std::uint64_t* cells, const char* src, std::uint64_t bytes,
+                                  std::uint32_t seq, const Coop& g) {
+  const std::uint64_t count = (bytes + 3) / 4;
+  for (std::uint64_t i = g.rank(); i < count; i += g.size()) {
+    std::uint32_t word = 0;
+    const std::uint64_t at = 4 * i;
+    copy_bytes(&word, src + at, bytes - at < 4 ? bytes - at : 4);
+    dev::atomic_store(cells + i, (static_cast<std::uint64_t>(seq) << 32) | word,
+                      dev::Order::Relaxed);
+  }
+}
+
+/// This member's share of a slot's packets, received: waits (bounded) for each of its cells to
+/// carry `seq`, then copies its data bytes to `dst`. No group barrier.
+template <class Coop>
+GNIO_HD Status take_packets(const DeviceComm& dc, const std::uint64_t* cells,
+                            std::uint64_t cells_offset, char* dst, std::uint64_t bytes,
+                            std::uint32_t seq, const char* op, int peer, CallSite site,
+                            const Coop& g) {
+  const std::uint64_t count = (bytes + 3) / 4;
+  for (std::uint64_t i = g.rank(); i < count; i += g.size()) {
+    std::uint64_t cell = dev::atomic_load(cells + i, dev::Order::Relaxed);
+    if (static_cast<std::uint32_t>(cell >> 32) != seq) {
+      const Status st = dc.wait_until(
+          [&](std::uint64_t& seen) {
+            cell = dev::atomic_load(cells + i, dev::Order::Relaxed);
+            seen = cell >> 32;
+            return static_cast<std::uint32_t>(seen) == seq;
+          },
+          op, peer, cells_offset + 8 * i, Cmp::Eq, seq, site);
+      if (st != Status::Ok) return st;
+    }
+    const std::uint32_t word = static_cast<std::uint32_t>(cell);
+    const std::uint64_t at = 4 * i;
+    copy_bytes(dst + at, &word, bytes - at < 4 ? bytes - at : 4);
+  }
+  return Status::Ok;
 }
 
 /// This member's wait (bounded) until this rank's `word` >= `value`; no group barrier. A stall
@@ -172,7 +248,14 @@ GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallS
     const bool more = at + piece < bytes;
     const std::uint64_t flag =
         ((n + 1) << 32) | (more ? detail::kSlotMore : 0) | static_cast<std::uint64_t>(piece);
-    if (piece > 0)
+    if (detail::travels_as_packets(s, ch.peer, piece, more)) {
+      g.sync();  // every member's writes of the source come first (as in every group operation)
+      detail::store_packets(dc.peer_ptr(s.ll + slot * s.ll_cells, ch.peer), from + at, piece,
+                            detail::packet_seq(n), g);
+      // No fence: the cells carry their own arrival; the flag only says which kind of slot came.
+      if (g.leader())
+        dev::atomic_store(dc.peer_ptr(s.flags + slot, ch.peer), flag, dev::Order::Relaxed);
+    } else if (piece > 0)
       dc.put_signal<Coop>(s.rings.byte_offset(slot * s.slot_bytes), from + at, piece,
                           s.flags + slot, flag, SignalOp::Set, ch.peer, site);
     else if (g.leader())
@@ -180,8 +263,8 @@ GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallS
     ++n;
     at += piece;
   } while (at < bytes);
-  // Every member read the counter before the leader moves it: put_signal's group barrier saw to
-  // that, but a zero-byte message is the leader's signal alone.
+  // Every member read the counter before the leader moves it: put_signal's (and packets') group
+  // barrier saw to that, but a zero-byte message is the leader's signal alone.
   if (bytes == 0) g.sync();
   if (g.leader()) dev::atomic_store(sent, n, dev::Order::Relaxed);
   g.sync();  // the group's next send reads the new count
@@ -215,8 +298,21 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
       r.arrived = false;
       break;
     }
-    if (piece > 0)
+    if (travels_as_packets(s, ch.peer, piece, (flag & kSlotMore) != 0)) {
+      // Every member waits for its own cells; the group then agrees that all of them came (and
+      // every member is done with the slot before the leader consumes and credits it).
+      const SymPtr<std::uint64_t> cells = s.ll + slot * s.ll_cells;
+      const Status st =
+          dc.group_status<Coop>(take_packets(dc, dc.local(cells), cells.offset, to + r.bytes, piece,
+                                             packet_seq(n), op, ch.peer, site, g));
+      if (st != Status::Ok) {
+        r.status = st;
+        r.arrived = false;  // not whole
+        break;
+      }
+    } else if (piece > 0) {
       group_copy(to + r.bytes, dc.local(s.rings.byte_offset(slot * s.slot_bytes)), piece, g);
+    }
     r.bytes += piece;
     ++n;
     // Only this rank's receives read `consumed`, each after the barrier below: stored before it,
