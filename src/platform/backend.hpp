@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "gnio/device/word_ops.hpp"
 #include "gnio/stream.hpp"
 
 namespace gnio::platform {
@@ -78,14 +79,9 @@ struct IpcAllocation {
   IpcHandle handle;       ///< what peers pass to ipc_open()
 };
 
-/// What Backend::word_atomic does to a word (`operand` and `expected` as named).
-enum class WordOp : std::uint32_t {
-  Load,         ///< reads it
-  Store,        ///< writes `operand`
-  Add,          ///< adds `operand` (wrapping)
-  Exchange,     ///< writes `operand`
-  CompareSwap,  ///< writes `operand` if it holds `expected`
-};
+/// What Backend::word_atomic does to a word: the one word-operation vocabulary of
+/// gnio/device/word_ops.hpp.
+using WordOp = gnio::WordOp;
 
 /// What Backend::deliver writes, in this order: data, then a signal word, then a completion mark.
 /// Every part is optional (null pointer / zero bytes: skipped).

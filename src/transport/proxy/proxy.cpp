@@ -195,21 +195,4 @@ bool staging_forced() {
   return staging == "always";
 }
 
-platform::WordOp signal_word_op(std::uint32_t sig_op) {
-  return sig_op == static_cast<std::uint32_t>(SignalOp::Set) ? platform::WordOp::Store
-                                                             : platform::WordOp::Add;
-}
-
-platform::WordOp atomic_word_op(AtomicOp op) {
-  switch (op) {
-    case AtomicOp::Fetch: return platform::WordOp::Load;
-    case AtomicOp::Set: return platform::WordOp::Store;
-    case AtomicOp::Add:
-    case AtomicOp::FetchAdd: return platform::WordOp::Add;
-    case AtomicOp::CompareSwap: return platform::WordOp::CompareSwap;
-    case AtomicOp::Swap: return platform::WordOp::Exchange;
-  }
-  return platform::WordOp::Load;
-}
-
 }  // namespace gnio::proxy

@@ -138,11 +138,11 @@ class Proxy {
 /// memory itself: how CI runs the GPUs' path on the host backend), false for "auto".
 bool staging_forced();
 
-/// The word operation a signal of `sig_op` (SignalOp: Set or Add) is.
-platform::WordOp signal_word_op(std::uint32_t sig_op);
-/// The word operation that carries out a device atomic `op` at its target (the fetching and
-/// non-fetching forms alike: whether the old value goes back is the caller's business).
-platform::WordOp atomic_word_op(AtomicOp op);
+/// The word operation a signal of `sig_op` (a SignalOp as it travels: Set or Add) is.
+constexpr WordOp signal_word_op(std::uint32_t sig_op) {
+  return word_op_of(sig_op == static_cast<std::uint32_t>(SignalOp::Set) ? SignalOp::Set
+                                                                        : SignalOp::Add);
+}
 
 /// The proxy GNIO_NET (`net`: "auto", "tcp" or "ucx") asks for, connected to every rank on
 /// another node (`node_of_rank[r]` is rank r's node). Collective over every rank. Throws

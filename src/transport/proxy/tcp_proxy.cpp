@@ -419,7 +419,7 @@ void TcpProxy::nudge_sender() {
 
 std::uint64_t TcpProxy::apply_atomic(const Frame& f) {
   return lane_[0]->inbound->word_atomic(heap_base_ + f.dst_offset, static_cast<unsigned>(f.bytes),
-                                        atomic_word_op(static_cast<AtomicOp>(f.sig_op)), f.value,
+                                        word_op_of(static_cast<AtomicOp>(f.sig_op)), f.value,
                                         f.sig_offset);
 }
 

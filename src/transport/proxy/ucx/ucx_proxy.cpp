@@ -586,8 +586,8 @@ bool UcxProxy::atomic(Ticket& t, const ProxyDesc& d) {
   t.width = width;
   t.fetch = (d.flags & kProxyFetch) != 0;
   if (word_ops_am_)  // word_by_message checks the offset against the heap
-    return word_by_message(t, atomic_word_op(static_cast<AtomicOp>(d.sig_op)), 0, d.dst_offset,
-                           width, d.value & mask, d.sig_offset & mask);
+    return word_by_message(t, word_op_of(static_cast<AtomicOp>(d.sig_op)), 0, d.dst_offset, width,
+                           d.value & mask, d.sig_offset & mask);
   if (!locate(t.peer, 0, d.dst_offset, width, &addr, &key, &span) || span != width)
     return refuse(t, "asks for an atomic on a word outside the registered heap");
   t.operand = d.value & mask;
