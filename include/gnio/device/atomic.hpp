@@ -28,6 +28,13 @@ using atomic_ref_t = std::atomic_ref<T>;
 /// Memory orders, named as in C++; mapped onto the backend's atomic library.
 enum class Order { Relaxed, Acquire, Release, AcqRel, SeqCst };
 
+/// The order of a consumer's credit: a store that tells a producer it may overwrite memory the
+/// consumer has read, made after a group barrier that every value read was used before (so the
+/// reads are complete). On GPUs it goes without a release: a system-scope release would also wait
+/// for the consumer's earlier stores into remote memory to be acknowledged, a round trip over the
+/// link. CPU threads keep the release (free on x86; on weaker CPUs it orders the reads formally).
+inline constexpr Order kCreditOrder = GNIO_ON_DEVICE ? Order::Relaxed : Order::Release;
+
 /// The backend atomic library's memory order for `o`.
 GNIO_HD_INLINE auto to_memory_order(Order o) {
   switch (o) {
@@ -59,9 +66,9 @@ GNIO_HD_INLINE T atomic_exchange(T* p, T v, Order o) {
 template <class T>
 GNIO_HD_INLINE T atomic_compare_swap(T* p, T expected, T desired, Order o) {
   atomic_ref_t<T>(*p).compare_exchange_strong(expected, desired, to_memory_order(o),
-                                              to_memory_order(o == Order::Release   ? Order::Relaxed
-                                                            : o == Order::AcqRel ? Order::Acquire
-                                                                                 : o));
+                                              to_memory_order(o == Order::Release  ? Order::Relaxed
+                                                              : o == Order::AcqRel ? Order::Acquire
+                                                                                   : o));
   return expected;
 }
 

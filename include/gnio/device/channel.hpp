@@ -319,11 +319,18 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
     // the store leaves the message's path.
     if (g.leader()) dev::atomic_store(dc.local(s.consumed + pair), n, dev::Order::Relaxed);
     g.sync();  // every member is done with the slot before the sender may reuse it
-    // Credits go back every credit_interval() slots, not each one: a credit is a signal with a
-    // system-wide release, the costliest step of a small message. The sender still never waits
-    // on a receiver that has consumed everything (see credit_interval()).
-    if (g.leader() && (n & (credit_interval(s) - 1)) == 0)
-      dc.signal(s.credits + back, n, SignalOp::Set, ch.peer, site);
+    // Credits go back every credit_interval() slots, not each one. The sender still never waits
+    // on a receiver that has consumed everything (see credit_interval()). Over peer memory the
+    // credit is a plain store (dev::kCreditOrder: every member's reads of the slot were used
+    // before the barrier above), not a signal's system-wide release, which waited for this
+    // rank's earlier stores into the peer's memory to be acknowledged; through the proxy it is a
+    // signal, which the proxy orders after everything this rank sent before.
+    if (g.leader() && (n & (credit_interval(s) - 1)) == 0) {
+      if (dc.is_p2p(ch.peer))
+        dev::atomic_store(dc.peer_ptr(s.credits + back, ch.peer), n, dev::kCreditOrder);
+      else
+        dc.signal(s.credits + back, n, SignalOp::Set, ch.peer, site);
+    }
     if ((flag & kSlotMore) == 0) return r;  // whole; the barrier above ordered `consumed`
     // The next slot of the same message.
     const std::uint64_t next = pair * s.depth + ring_slot(s, n);

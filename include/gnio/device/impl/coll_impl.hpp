@@ -1168,10 +1168,6 @@ GNIO_HD void self_exec(CollCall<Coop>& c) {
   }
 }
 
-/// How finish() publishes the LL credit (see there).
-inline constexpr dev::Order kCreditOrder =
-    GNIO_ON_DEVICE ? dev::Order::Relaxed : dev::Order::Release;
-
 /// End of a call on this worker: the last worker stores the new epochs and tells every peer this
 /// rank is done with the call (the LL credit).
 template <class Coop>
@@ -1198,7 +1194,7 @@ GNIO_HD void finish(CollCall<Coop>& c) {
         // round trip over the link on every in-kernel call. CPU threads keep the release
         // (free on x86; on weaker CPUs it orders the reads formally).
         dev::atomic_store(c.cc.dc.peer_ptr(c.cc.ch.credit + c.slot(c.me), c.world(m)), c.mark(e),
-                          kCreditOrder);
+                          dev::kCreditOrder);
       }
     }
   }
