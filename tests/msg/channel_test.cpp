@@ -47,15 +47,32 @@ void fill_messages(std::vector<std::uint8_t>& all, const std::vector<std::size_t
       all[at[m] + i] = pattern_byte(rank, i, static_cast<unsigned>(m));
 }
 
+/// Sets every channel's counters of this rank (slots sent, slots consumed, credits received) to
+/// `start`, as if that many slots had gone both ways already; then every rank is ready.
+void start_counters_at(gnio::Comm& c, const Channels& set, std::uint64_t start) {
+  const DeviceChannels d = set.device();
+  const std::uint64_t pairs = static_cast<std::uint64_t>(c.size()) * d.tags;
+  gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
+    for (std::uint64_t i = 0; i < pairs; ++i) {
+      *d.comm.local(d.sent + i) = start;
+      *d.comm.local(d.consumed + i) = start;
+      *d.comm.local(d.credits + i) = start;
+    }
+  });
+  c.synchronize(stream());
+  c.bootstrap().barrier();
+}
+
 /// Ring exchange inside one kernel: block 0 sends every message to the next rank, block 1
 /// receives every message from the previous one into its own region (each followed by a poisoned
-/// guard of 64 bytes), recording each size.
+/// guard of 64 bytes), recording each size. `start`: the channels' counters begin there.
 template <class Coop>
-void exchange_in_kernel(const gnio::ChannelOptions& o) {
+void exchange_in_kernel(const gnio::ChannelOptions& o, std::uint64_t start = 0) {
   gnio::Comm& c = comm();
   const int n = c.size(), me = c.rank();
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
   Channels set(c, o);
+  if (start) start_counters_at(c, set, start);
   const std::vector<std::size_t> sizes = sizes_for(o.max_message);
   std::vector<std::size_t> at(sizes.size());
   std::size_t total = 0;
@@ -134,6 +151,14 @@ GNIO_KERNEL_TEST(Channel, BlockNoPackets) {
 }
 GNIO_KERNEL_TEST(Channel, ThreadPacketsDepth1) {
   exchange_in_kernel<Thread>({.tags = 1, .depth = 1, .max_message = 300, .ll_max = 300});
+}
+// Slot numbers wrap: the counters start 5 slots before 2^32 (the 31-bit sequence numbers of flags
+// and packets wrap there too), and every message of the run (packets, put_signal slots, messages
+// of several slots) crosses it. A flag that carried (n + 1) << 32 overflowed there, and a stale
+// flag then passed for the new one.
+GNIO_KERNEL_TEST(Channel, SlotNumbersWrap) {
+  exchange_in_kernel<Warp>({.tags = 1, .depth = 4, .max_message = 4096, .ll_max = 1024},
+                           (std::uint64_t{1} << 32) - 5);
 }
 
 /// Many channels at once: kTags senders and kTags receivers (groups of type Coop, two per warp

@@ -35,7 +35,7 @@ struct DeviceChannels {
   DeviceComm comm;
   /// Receive rings: [from rank][tag][slot] of `slot_bytes` each (in the receiver's heap).
   SymPtr<char> rings;
-  /// Slot flags: [from rank][tag][slot]; (sequence + 1) << 32 | more << 31 | bytes of the slot.
+  /// Slot flags: [from rank][tag][slot]; slot_seq(n) << 32 | more << 31 | bytes of slot n.
   SymPtr<std::uint64_t> flags;
   /// Credits: [to rank][tag]; how many slots that receiver has consumed (in the sender's heap).
   SymPtr<std::uint64_t> credits;
@@ -134,9 +134,16 @@ GNIO_HD_INLINE void copy_bytes(void* dst, const void* src, std::uint64_t n) {
     static_cast<char*>(dst)[i] = static_cast<const char*>(src)[i];
 }
 
-/// The sequence number the cells of message slot `n` carry (flags carry n + 1 too).
-GNIO_HD_INLINE std::uint32_t packet_seq(std::uint64_t n) {
-  return static_cast<std::uint32_t>(n + 1);
+/// The sequence number of a channel's slot `n` (its flag's upper half, its packets' cells): the
+/// low 31 bits of n + 1 with the top bit set. Receivers compare it for equality, so it may wrap
+/// (a slot holds either its previous use's number, n + 1 - depth, or this one's: they differ
+/// while depth < 2^31); the top bit keeps it apart from memory never written (zero).
+GNIO_HD_INLINE std::uint32_t slot_seq(std::uint64_t n) {
+  return 0x80000000u | (static_cast<std::uint32_t>(n + 1) & 0x7fffffffu);
+}
+/// The sequence number a flag carries.
+GNIO_HD_INLINE std::uint32_t flag_seq(std::uint64_t flag) {
+  return static_cast<std::uint32_t>(flag >> 32);
 }
 
 /// This member's share of a slot's packets: cells g.rank(), g.rank() + g.size(), ... of the
@@ -201,12 +208,32 @@ GNIO_HD inline Status wait_word_member(const DeviceComm& dc, SymPtr<std::uint64_
   return st;
 }
 
-/// wait_word_member() for every member, then one group barrier: the members agree whether the
+/// This member's wait (bounded) until the flag `word` carries sequence number `seq`; no group
+/// barrier. `*flag` gets the flag.
+GNIO_HD inline Status wait_flag_member(const DeviceComm& dc, SymPtr<std::uint64_t> word,
+                                       std::uint32_t seq, const char* op, int peer, CallSite site,
+                                       std::uint64_t* flag) {
+  const std::uint64_t* w = dc.local(word);
+  std::uint64_t last = dev::atomic_load(w, dev::Order::Acquire);
+  Status st = Status::Ok;
+  if (flag_seq(last) != seq)
+    st = dc.wait_until(
+        [&](std::uint64_t& now) {
+          last = dev::atomic_load(w, dev::Order::Acquire);
+          now = flag_seq(last);
+          return flag_seq(last) == seq;
+        },
+        op, peer, word.offset, Cmp::Eq, seq, site);
+  *flag = last;
+  return st;
+}
+
+/// wait_flag_member() for every member, then one group barrier: the members agree whether the
 /// wait succeeded (DeviceComm::group_status).
 template <class Coop>
-GNIO_HD Status wait_word(const DeviceComm& dc, SymPtr<std::uint64_t> word, std::uint64_t value,
-                         const char* op, int peer, CallSite site, std::uint64_t* seen = nullptr) {
-  return dc.group_status<Coop>(wait_word_member(dc, word, value, op, peer, site, seen));
+GNIO_HD Status wait_flag(const DeviceComm& dc, SymPtr<std::uint64_t> word, std::uint32_t seq,
+                         const char* op, int peer, CallSite site, std::uint64_t* flag) {
+  return dc.group_status<Coop>(wait_flag_member(dc, word, seq, op, peer, site, flag));
 }
 
 }  // namespace detail
@@ -246,12 +273,12 @@ GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallS
     }
     const std::uint64_t slot = theirs * s.depth + detail::ring_slot(s, n);
     const bool more = at + piece < bytes;
-    const std::uint64_t flag =
-        ((n + 1) << 32) | (more ? detail::kSlotMore : 0) | static_cast<std::uint64_t>(piece);
+    const std::uint64_t flag = (static_cast<std::uint64_t>(detail::slot_seq(n)) << 32) |
+                               (more ? detail::kSlotMore : 0) | static_cast<std::uint64_t>(piece);
     if (detail::travels_as_packets(s, ch.peer, piece, more)) {
       g.sync();  // every member's writes of the source come first (as in every group operation)
       detail::store_packets(dc.peer_ptr(s.ll + slot * s.ll_cells, ch.peer), from + at, piece,
-                            detail::packet_seq(n), g);
+                            detail::slot_seq(n), g);
       // No fence: the cells carry their own arrival; the flag only says which kind of slot came.
       if (g.leader())
         dev::atomic_store(dc.peer_ptr(s.flags + slot, ch.peer), flag, dev::Order::Relaxed);
@@ -304,7 +331,7 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
       const SymPtr<std::uint64_t> cells = s.ll + slot * s.ll_cells;
       const Status st =
           dc.group_status<Coop>(take_packets(dc, dc.local(cells), cells.offset, to + r.bytes, piece,
-                                             packet_seq(n), op, ch.peer, site, g));
+                                             slot_seq(n), op, ch.peer, site, g));
       if (st != Status::Ok) {
         r.status = st;
         r.arrived = false;  // not whole
@@ -334,7 +361,7 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
     if ((flag & kSlotMore) == 0) return r;  // whole; the barrier above ordered `consumed`
     // The next slot of the same message.
     const std::uint64_t next = pair * s.depth + ring_slot(s, n);
-    const Status st = wait_word<Coop>(dc, s.flags + next, (n + 1) << 32, op, ch.peer, site, &flag);
+    const Status st = wait_flag<Coop>(dc, s.flags + next, slot_seq(n), op, ch.peer, site, &flag);
     if (st != Status::Ok) {
       r.status = st;
       r.arrived = false;  // not whole
@@ -363,19 +390,20 @@ GNIO_HD Received receive(const Channel& ch, void* dst, std::size_t max_bytes, bo
   const std::uint64_t pair = pair_index(ch, ch.peer);
   const std::uint64_t n = dev::atomic_load(dc.local(s.consumed + pair), dev::Order::Relaxed);
   const SymPtr<std::uint64_t> flag_word = s.flags + (pair * s.depth + ring_slot(s, n));
-  const std::uint64_t first = (n + 1) << 32;  // the flag value of message n's first slot
+  const std::uint32_t first = slot_seq(n);  // the sequence number of message n's first slot
   // A slot's flag changes only after this receiver credits the slot, so every member that saw
   // the message holds the same flag value.
   std::uint64_t flag = 0;
   if (wait) {
-    r.status = wait_word<Coop>(dc, flag_word, first, op, ch.peer, site, &flag);
+    r.status = wait_flag<Coop>(dc, flag_word, first, op, ch.peer, site, &flag);
     if (r.status != Status::Ok) return r;
   } else {
     flag = dev::atomic_load(dc.local(flag_word), dev::Order::Acquire);
     // Every member agrees whether it is there (the flag may land between two members' loads:
-    // one that saw it late reads it again, after a member that saw it; flags only grow).
-    if (!Coop{}.any(flag >= first)) return r;
-    if (flag < first) flag = dev::atomic_load(dc.local(flag_word), dev::Order::Acquire);
+    // one that saw it late reads it again, after a member that saw it; a flag only changes from
+    // its slot's previous number to this one).
+    if (!Coop{}.any(flag_seq(flag) == first)) return r;
+    if (flag_seq(flag) != first) flag = dev::atomic_load(dc.local(flag_word), dev::Order::Acquire);
   }
   return take_message<Coop>(ch, n, flag, dst, max_bytes, op, site);
 }

@@ -778,6 +778,13 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
     const std::size_t L = part_begin(U, c.W, c.w + 1) - part_begin(U, c.W, c.w);
     return (L + cu - 1) / cu;
   };
+  // Units [*lo, *hi) of slice j of this worker's part of a block of `bytes`.
+  auto slice_units = [&](std::size_t bytes, std::size_t j, std::size_t* lo, std::size_t* hi) {
+    const std::size_t U = units_of(bytes);
+    *lo = part_begin(U, c.W, c.w) + j * cu;
+    const std::size_t end = part_begin(U, c.W, c.w + 1);
+    *hi = *lo + cu < end ? *lo + cu : end;
+  };
   {  // my own block
     const std::size_t bytes = send_bytes(me);
     const std::size_t U = units_of(bytes);
@@ -803,10 +810,8 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
         if (j < slices(bytes)) {
           PipeOut<Coop> po(c, d);
           po.sent = j;
-          const std::size_t U = units_of(bytes);
-          const std::size_t lo = part_begin(U, c.W, c.w) + j * cu;
-          const std::size_t hi0 = lo + cu, hi1 = part_begin(U, c.W, c.w + 1);
-          const std::size_t hi = hi0 < hi1 ? hi0 : hi1;
+          std::size_t lo, hi;
+          slice_units(bytes, j, &lo, &hi);
           char* slot = po.acquire();
           const char* src = send_ptr(d);
           for (std::size_t u = lo + gr; u < hi; u += gs)
@@ -820,10 +825,8 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
         if (j < slices(bytes)) {
           PipeIn<Coop> pi(c, s);
           pi.got = j;
-          const std::size_t U = units_of(bytes);
-          const std::size_t lo = part_begin(U, c.W, c.w) + j * cu;
-          const std::size_t hi0 = lo + cu, hi1 = part_begin(U, c.W, c.w + 1);
-          const std::size_t hi = hi0 < hi1 ? hi0 : hi1;
+          std::size_t lo, hi;
+          slice_units(bytes, j, &lo, &hi);
           const char* slot = pi.wait();
           char* dst = recv_ptr(s);
           for (std::size_t u = lo + gr; u < hi; u += gs)
