@@ -325,27 +325,33 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
       r.arrived = false;
       break;
     }
-    if (travels_as_packets(s, ch.peer, piece, (flag & kSlotMore) != 0)) {
-      // Every member waits for its own cells; the group then agrees that all of them came (and
-      // every member is done with the slot before the leader consumes and credits it).
+    const bool packets = travels_as_packets(s, ch.peer, piece, (flag & kSlotMore) != 0);
+    Status st = Status::Ok;
+    if (packets) {
+      // Every member waits for its own cells (the barrier below makes the group agree).
       const SymPtr<std::uint64_t> cells = s.ll + slot * s.ll_cells;
-      const Status st =
-          dc.group_status<Coop>(take_packets(dc, dc.local(cells), cells.offset, to + r.bytes, piece,
-                                             slot_seq(n), op, ch.peer, site, g));
-      if (st != Status::Ok) {
-        r.status = st;
-        r.arrived = false;  // not whole
-        break;
-      }
+      st = take_packets(dc, dc.local(cells), cells.offset, to + r.bytes, piece, slot_seq(n), op,
+                        ch.peer, site, g);
     } else if (piece > 0) {
       group_copy(to + r.bytes, dc.local(s.rings.byte_offset(slot * s.slot_bytes)), piece, g);
     }
+    // Only this rank's receives read `consumed`, each after the barrier below: stored before it,
+    // the store leaves the message's path. (Stored even when a member's packet wait failed: that
+    // failure is reported, and a failed communicator receives nothing more.)
+    if (g.leader()) dev::atomic_store(dc.local(s.consumed + pair), n + 1, dev::Order::Relaxed);
+    // Every member is done with the slot before the sender may reuse it; with packets, the
+    // members also agree that every cell came (one barrier either way).
+    if (packets)
+      st = dc.group_status<Coop>(st);
+    else
+      g.sync();
+    if (st != Status::Ok) {
+      r.status = st;
+      r.arrived = false;  // not whole
+      break;
+    }
     r.bytes += piece;
     ++n;
-    // Only this rank's receives read `consumed`, each after the barrier below: stored before it,
-    // the store leaves the message's path.
-    if (g.leader()) dev::atomic_store(dc.local(s.consumed + pair), n, dev::Order::Relaxed);
-    g.sync();  // every member is done with the slot before the sender may reuse it
     // Credits go back every credit_interval() slots, not each one. The sender still never waits
     // on a receiver that has consumed everything (see credit_interval()). Over peer memory the
     // credit is a plain store (dev::kCreditOrder: every member's reads of the slot were used
@@ -361,7 +367,7 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
     if ((flag & kSlotMore) == 0) return r;  // whole; the barrier above ordered `consumed`
     // The next slot of the same message.
     const std::uint64_t next = pair * s.depth + ring_slot(s, n);
-    const Status st = wait_flag<Coop>(dc, s.flags + next, slot_seq(n), op, ch.peer, site, &flag);
+    st = wait_flag<Coop>(dc, s.flags + next, slot_seq(n), op, ch.peer, site, &flag);
     if (st != Status::Ok) {
       r.status = st;
       r.arrived = false;  // not whole
