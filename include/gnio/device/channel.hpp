@@ -161,6 +161,25 @@ GNIO_HD_INLINE void store_packets(std::uint64_t* cells, const char* src, std::ui
   }
 }
 
+/// This member's wait (bounded, with `order`) until the word at `w` (heap offset `offset`) carries
+/// sequence number `seq` in its upper half (a flag, or a packet's cell); `*word` gets the word.
+GNIO_HD inline Status wait_seq(const DeviceComm& dc, const std::uint64_t* w, std::uint64_t offset,
+                               std::uint32_t seq, dev::Order order, const char* op, int peer,
+                               CallSite site, std::uint64_t* word) {
+  std::uint64_t last = dev::atomic_load(w, order);
+  Status st = Status::Ok;
+  if (flag_seq(last) != seq)
+    st = dc.wait_until(
+        [&](std::uint64_t& now) {
+          last = dev::atomic_load(w, order);
+          now = flag_seq(last);
+          return flag_seq(last) == seq;
+        },
+        op, peer, offset, Cmp::Eq, seq, site);
+  *word = last;
+  return st;
+}
+
 /// This member's share of a slot's packets, received: waits (bounded) for each of its cells to
 /// carry `seq`, then copies its data bytes to `dst`. No group barrier.
 template <class Coop>
@@ -170,17 +189,10 @@ GNIO_HD Status take_packets(const DeviceComm& dc, const std::uint64_t* cells,
                             const Coop& g) {
   const std::uint64_t count = (bytes + 3) / 4;
   for (std::uint64_t i = g.rank(); i < count; i += g.size()) {
-    std::uint64_t cell = dev::atomic_load(cells + i, dev::Order::Relaxed);
-    if (static_cast<std::uint32_t>(cell >> 32) != seq) {
-      const Status st = dc.wait_until(
-          [&](std::uint64_t& seen) {
-            cell = dev::atomic_load(cells + i, dev::Order::Relaxed);
-            seen = cell >> 32;
-            return static_cast<std::uint32_t>(seen) == seq;
-          },
-          op, peer, cells_offset + 8 * i, Cmp::Eq, seq, site);
-      if (st != Status::Ok) return st;
-    }
+    std::uint64_t cell = 0;
+    const Status st = wait_seq(dc, cells + i, cells_offset + 8 * i, seq, dev::Order::Relaxed, op,
+                               peer, site, &cell);
+    if (st != Status::Ok) return st;
     const std::uint32_t word = static_cast<std::uint32_t>(cell);
     const std::uint64_t at = 4 * i;
     copy_bytes(dst + at, &word, bytes - at < 4 ? bytes - at : 4);
@@ -213,19 +225,7 @@ GNIO_HD inline Status wait_word_member(const DeviceComm& dc, SymPtr<std::uint64_
 GNIO_HD inline Status wait_flag_member(const DeviceComm& dc, SymPtr<std::uint64_t> word,
                                        std::uint32_t seq, const char* op, int peer, CallSite site,
                                        std::uint64_t* flag) {
-  const std::uint64_t* w = dc.local(word);
-  std::uint64_t last = dev::atomic_load(w, dev::Order::Acquire);
-  Status st = Status::Ok;
-  if (flag_seq(last) != seq)
-    st = dc.wait_until(
-        [&](std::uint64_t& now) {
-          last = dev::atomic_load(w, dev::Order::Acquire);
-          now = flag_seq(last);
-          return flag_seq(last) == seq;
-        },
-        op, peer, word.offset, Cmp::Eq, seq, site);
-  *flag = last;
-  return st;
+  return wait_seq(dc, dc.local(word), word.offset, seq, dev::Order::Acquire, op, peer, site, flag);
 }
 
 /// wait_flag_member() for every member, then one group barrier: the members agree whether the
