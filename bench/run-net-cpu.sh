@@ -27,7 +27,9 @@ configs=("tcp:GNIO_NET=tcp" "ucx:GNIO_NET=ucx" "ucx-tcp:GNIO_NET=ucx UCX_TLS=tcp
 # RMA_WORDS=1 adds ucx over tcp with signals and atomics as UCX atomics instead of word messages
 # (GNIO_UCX_WORD_OPS=rma; needs a UCX older than 1.16 over tcp).
 [ "${RMA_WORDS:-0}" = 1 ] && configs+=("ucx-tcp-rma:GNIO_NET=ucx UCX_TLS=tcp GNIO_UCX_WORD_OPS=rma")
-launch=("$run" -n 2 --nodes 2 --timeout 600 --)
+# Each rank on its own CPUs (gnio-run --bind cores; BIND=none leaves them to the scheduler, which
+# on 2 cores often puts a rank's receiving thread beside the peer's sending one).
+launch=("$run" -n 2 --nodes 2 --bind "${BIND:-cores}" --timeout 600 --)
 [ "${NETNS:-0}" = 1 ] && launch=("$root/tests/common/netns_run.sh" 1)
 # The floor first: raw TCP on this machine, what every figure below is a ratio to (vs-floor.md).
 "$build/bench/tools/gnio-tcp-floor" --json "$out/floor.json" | tee "$out/floor.txt"

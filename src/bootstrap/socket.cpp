@@ -437,6 +437,12 @@ char network_order_for_tsan;
 /// sanitizer reports a race that the network rules out. So under the sanitizer the read is
 /// recorded, then the order released (a zero-byte send, which the interceptor sees), and the
 /// bytes go out through the bare system call. No-op in other builds.
+/// The most bytes one send or recv system call moves. A call of many megabytes holds the socket
+/// for its whole copy, so the peer's window updates (and, on loopback, the other side's copy)
+/// wait for it: a 16 MiB put sent and received in calls of at most 1 MiB took 4.0-4.5 ms on the
+/// 2-core CPU machine against 7-7.4 ms in one call each (raw loopback TCP, median of 50).
+constexpr std::size_t kSocketCallBytes = std::size_t{1} << 20;
+
 void record_send_for_tsan(int fd, const void* a, std::size_t a_len, const void* b,
                           std::size_t b_len) {
 #if defined(GNIO_TSAN)
@@ -470,9 +476,18 @@ IoStatus send_all(int fd, const void* a, std::size_t a_len, const void* b, std::
   iovec* cur = iov;
   record_send_for_tsan(fd, a, a_len, b, b_len);
   while (n_iov > 0) {
+    // At most kSocketCallBytes per call: the last iovec is cut short for this call only.
+    iovec call[2];
+    std::size_t room = kSocketCallBytes;
+    int n_call = 0;
+    for (; n_call < n_iov && room > 0; ++n_call) {
+      call[n_call] = cur[n_call];
+      call[n_call].iov_len = std::min(call[n_call].iov_len, room);
+      room -= call[n_call].iov_len;
+    }
     msghdr msg{};
-    msg.msg_iov = cur;
-    msg.msg_iovlen = static_cast<std::size_t>(n_iov);
+    msg.msg_iov = call;
+    msg.msg_iovlen = static_cast<std::size_t>(n_call);
 #if defined(GNIO_TSAN)
     // Recorded above; the interceptor would record the read again, after the bytes left.
     ssize_t n = ::syscall(SYS_sendmsg, fd, &msg, MSG_NOSIGNAL);
@@ -515,7 +530,7 @@ IoStatus recv_at_least(int fd, void* data, std::size_t min, std::size_t max, con
   std::size_t have = 0;
   *got = 0;
   while (have < min) {
-    ssize_t n = ::recv(fd, p + have, max - have, 0);
+    ssize_t n = ::recv(fd, p + have, std::min(max - have, kSocketCallBytes), 0);
     if (n > 0) {
       have += static_cast<std::size_t>(n);
       *got = have;

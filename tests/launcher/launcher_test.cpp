@@ -1,14 +1,16 @@
 // Tests of gnio-run: the environment it gives each rank, prefixed output under stress, failure
 // propagation (exit code, signal death, timeout, exec failure), signal forwarding and the grace
-// period, and argument errors. Every run is bounded: a gnio-run that outlives its bound is killed
-// and the test fails.
+// period, CPU binding (--bind) and argument errors. Every run is bounded: a gnio-run that
+// outlives its bound is killed and the test fails.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -350,6 +352,63 @@ TEST(Launcher, ExecFailureIsReportedOnceAndExits127) {
   }
 }
 
+/// The CPUs in a Cpus_allowed_list value ("0-3,6").
+std::set<int> parse_cpu_list(const std::string& text) {
+  std::set<int> cpus;
+  std::istringstream in(text);
+  for (std::string range; std::getline(in, range, ',');) {
+    const std::size_t dash = range.find('-');
+    const int lo = std::stoi(range.substr(0, dash));
+    const int hi = dash == std::string::npos ? lo : std::stoi(range.substr(dash + 1));
+    for (int c = lo; c <= hi; ++c) cpus.insert(c);
+  }
+  return cpus;
+}
+
+/// Each rank's allowed CPUs, from "[r] Cpus_allowed_list:<tab>LIST" lines.
+std::map<int, std::set<int>> allowed_cpus_of(const std::string& out) {
+  std::map<int, std::set<int>> result;
+  static const std::regex re(R"(^\[(\d+)\] Cpus_allowed_list:\s*(\S+)$)");
+  for (const std::string& line : lines_of(out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) result[std::stoi(m[1])] = parse_cpu_list(m[2]);
+  }
+  return result;
+}
+
+TEST(Launcher, BindCoresGivesEachRankItsOwnShareOfTheCpus) {
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(mine), &mine), 0);
+  std::set<int> allowed;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mine)) allowed.insert(c);
+  const std::string show = "grep Cpus_allowed_list /proc/self/status";
+  // As many ranks as CPUs (at most 4): one CPU each, all different; without --bind, all of them.
+  const int n = static_cast<int>(std::min<std::size_t>(allowed.size(), 4));
+  Job bound({"-n", std::to_string(n), "--bind", "cores", "--", "sh", "-c", show});
+  ASSERT_EQ(bound.finish(20), 0) << bound.err;
+  const auto shares = allowed_cpus_of(bound.out);
+  ASSERT_EQ(shares.size(), static_cast<std::size_t>(n)) << bound.out;
+  std::set<int> seen;
+  for (const auto& [rank, cpus] : shares) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_FALSE(cpus.empty());
+    for (int c : cpus) {
+      EXPECT_TRUE(allowed.count(c)) << "CPU " << c << " is not one gnio-run may use";
+      EXPECT_TRUE(seen.insert(c).second) << "CPU " << c << " given to two ranks";
+    }
+  }
+  // More ranks than CPUs: round robin, one CPU each.
+  Job crowded(
+      {"-n", std::to_string(allowed.size() + 1), "--bind", "cores", "--", "sh", "-c", show});
+  ASSERT_EQ(crowded.finish(20), 0) << crowded.err;
+  for (const auto& [rank, cpus] : allowed_cpus_of(crowded.out))
+    EXPECT_EQ(cpus.size(), 1u) << "rank " << rank;
+  Job free_run({"-n", "2", "--", "sh", "-c", show});
+  ASSERT_EQ(free_run.finish(20), 0) << free_run.err;
+  for (const auto& [rank, cpus] : allowed_cpus_of(free_run.out)) EXPECT_EQ(cpus, allowed);
+}
+
 TEST(Launcher, BadArgumentsExit2WithAMessage) {
   const std::vector<std::vector<std::string>> cases = {
       {},
@@ -361,6 +420,7 @@ TEST(Launcher, BadArgumentsExit2WithAMessage) {
       {"--bogus", "-n", "2", "true"},
       {"-n", "2", "--timeout", "-1", "true"},
       {"-n", "2", "--grace", "soon", "true"},
+      {"-n", "2", "--bind", "sockets", "true"},
   };
   for (const auto& args : cases) {
     std::string joined;

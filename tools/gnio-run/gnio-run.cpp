@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -206,11 +207,12 @@ std::string seconds_text(double s) {
 
 /// Everything the command line and GNIO_RUN_PREFIX decide.
 struct Options {
-  int ranks = 0;       ///< -n: number of ranks to start
-  int nodes = 0;       ///< --nodes: simulated nodes; 0 = not given (one real node)
-  double timeout = 0;  ///< --timeout seconds; 0 = no limit
-  double grace = 5;    ///< --grace: seconds between SIGTERM and SIGKILL
-  bool prefix = true;  ///< prefix rank output with "[r] " (--no-prefix / GNIO_RUN_PREFIX=0)
+  int ranks = 0;            ///< -n: number of ranks to start
+  int nodes = 0;            ///< --nodes: simulated nodes; 0 = not given (one real node)
+  double timeout = 0;       ///< --timeout seconds; 0 = no limit
+  double grace = 5;         ///< --grace: seconds between SIGTERM and SIGKILL
+  bool prefix = true;       ///< prefix rank output with "[r] " (--no-prefix / GNIO_RUN_PREFIX=0)
+  bool bind_cores = false;  ///< --bind cores: each rank on its own share of the CPUs
   std::vector<std::string> command;  ///< PROG and its arguments
 };
 
@@ -220,8 +222,8 @@ struct UsageError {
 };
 
 constexpr const char* kUsage =
-    "Usage: gnio-run -n N [--nodes K] [--timeout S] [--grace S] [--no-prefix] [--] PROG "
-    "[ARGS...]\n";
+    "Usage: gnio-run -n N [--nodes K] [--bind none|cores] [--timeout S] [--grace S] [--no-prefix] "
+    "[--] PROG [ARGS...]\n";
 
 /// The --help text.
 void print_help() {
@@ -237,6 +239,11 @@ void print_help() {
       "  --nodes K       split the ranks into K simulated nodes of N/K consecutive ranks, each\n"
       "                  with its own GNIO_NODE_ID, LOCAL_RANK and GROUP_RANK (forces gnio's\n"
       "                  inter-node transports on one machine); K must divide N\n"
+      "  --bind MODE     none (default): the ranks run on every CPU gnio-run may use; cores:\n"
+      "                  rank i runs only on the i-th of N equal, disjoint shares of those CPUs\n"
+      "                  (round robin, one CPU each, when N exceeds them), as mpirun\n"
+      "                  --bind-to core; for benchmarks, where the scheduler moving a rank's\n"
+      "                  threads onto the CPU its peer is using costs up to half the throughput\n"
       "  --timeout S     stop the job if it runs longer than S seconds and exit 124\n"
       "                  (default 0: no limit)\n"
       "  --grace S       seconds between SIGTERM and SIGKILL when stopping ranks (default 5)\n"
@@ -321,6 +328,10 @@ Action parse_args(int argc, char** argv, Options* opt) {
       opt->timeout = parse_seconds("--timeout", *v4);
     } else if (auto v5 = value(arg, "--grace")) {
       opt->grace = parse_seconds("--grace", *v5);
+    } else if (auto v6 = value(arg, "--bind")) {
+      if (*v6 != "none" && *v6 != "cores")
+        throw UsageError{strf("--bind expects none or cores, got '%s'", v6->c_str())};
+      opt->bind_cores = *v6 == "cores";
     } else {
       throw UsageError{strf("unknown option '%s'", arg.c_str())};
     }
@@ -647,6 +658,8 @@ class Launcher {
     argv.push_back(nullptr);
 
     ranks_.resize(static_cast<std::size_t>(opt_.ranks));
+    const std::vector<cpu_set_t> shares =
+        opt_.bind_cores ? cpu_shares(opt_.ranks) : std::vector<cpu_set_t>{};
     for (int i = 0; i < opt_.ranks; ++i) {
       Rank& r = ranks_[static_cast<std::size_t>(i)];
       r.index = i;
@@ -654,14 +667,39 @@ class Launcher {
       std::vector<char*> envp;
       for (std::string& s : env_strings) envp.push_back(s.data());
       envp.push_back(nullptr);
-      spawn(r, argv.data(), envp.data(), (i == 0 && stdin_to_rank0) ? STDIN_FILENO : devnull);
+      spawn(r, argv.data(), envp.data(), (i == 0 && stdin_to_rank0) ? STDIN_FILENO : devnull,
+            shares.empty() ? nullptr : &shares[static_cast<std::size_t>(i)]);
     }
     ::close(devnull);
   }
 
-  /// fork + exec of one rank with its pipes, process group and parent-death signal. Waits until
-  /// the exec succeeded or failed (an O_CLOEXEC status pipe carries exec's errno back).
-  void spawn(Rank& r, char** argv, char** envp, int stdin_fd) {
+  /// --bind cores: the CPUs of each of `n` ranks, split from those this process may use: equal,
+  /// disjoint, consecutive shares while there are at least `n`; one each, round robin, beyond.
+  std::vector<cpu_set_t> cpu_shares(int n) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (::sched_getaffinity(0, sizeof(allowed), &allowed) != 0) fatal_errno("sched_getaffinity");
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    const std::size_t m = cpus.size(), ranks = static_cast<std::size_t>(n);
+    std::vector<cpu_set_t> shares(ranks);
+    for (std::size_t i = 0; i < ranks; ++i) {
+      CPU_ZERO(&shares[i]);
+      if (ranks > m) {
+        CPU_SET(cpus[i % m], &shares[i]);
+        continue;
+      }
+      for (std::size_t k = i * m / ranks; k < (i + 1) * m / ranks; ++k)
+        CPU_SET(cpus[k], &shares[i]);
+    }
+    return shares;
+  }
+
+  /// fork + exec of one rank with its pipes, process group and parent-death signal, on the CPUs
+  /// `cpus` when given (--bind). Waits until the exec succeeded or failed (an O_CLOEXEC status
+  /// pipe carries exec's errno back).
+  void spawn(Rank& r, char** argv, char** envp, int stdin_fd, const cpu_set_t* cpus) {
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, status_pipe[2];
     if (opt_.prefix) {
       if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
@@ -683,6 +721,9 @@ class Launcher {
         ::dup2(err_pipe[1], STDERR_FILENO);
       }
       if (restore_nofile_) ::setrlimit(RLIMIT_NOFILE, &original_nofile_);
+      // A subset of what this process may use: it cannot fail but for a CPU going offline, and
+      // then the rank runs where it would have without --bind.
+      if (cpus) (void)::sched_setaffinity(0, sizeof(*cpus), cpus);
       ::sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
       ::execvpe(argv[0], argv, envp);
       int err = errno;
