@@ -38,9 +38,14 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_TIMEOUT", ConfigType::Seconds, "120",
      "deadline of every device and host wait on a peer; 0 = wait forever (abort still works)"},
     {"GNIO_HEARTBEAT_INTERVAL", ConfigType::Seconds, "1",
-     "period of the liveness heartbeats every rank exchanges with rank 0; a rank silent for 10 "
+     "period of the liveness heartbeats every rank exchanges with its parent and children in the "
+     "liveness tree (GNIO_LIVENESS_FANOUT); a rank silent for 10 "
      "periods (at least 3 s, at most GNIO_TIMEOUT) or whose connection drops counts as dead and "
      "aborts the communicator with RemoteError; 0 = no peer-failure detection"},
+    {"GNIO_LIVENESS_FANOUT", ConfigType::Int, "8",
+     "children per rank in the liveness tree (1..255, the same on every rank): each rank watches "
+     "its parent and at most this many children, and a death is passed on along the tree, at "
+     "most 2 * ceil(log_F(ranks)) relays; 1 makes a chain, a large value a star on rank 0"},
     // bootstrap
     {"GNIO_BOOTSTRAP_TIMEOUT", ConfigType::Seconds, "120",
      "deadline for bootstrap connections and exchanges (init, allgather, barrier, send/recv)"},

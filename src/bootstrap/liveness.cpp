@@ -56,11 +56,11 @@ Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-// One watched connection (the hub has one per leaf, a leaf one to the hub).
+// One watched connection: to this rank's parent or to one of its children.
 struct Link {
   Fd fd;
   bool watched = false;    // this end watches that rank
-  bool connected = false;  // the connection is up (a hub's leaf said hello)
+  bool connected = false;  // the connection is up (a child said hello)
   bool done = false;       // goodbye, loss or close seen: nothing more to watch
   unsigned char in[kMsgBytes] = {};
   std::size_t have = 0;
@@ -68,7 +68,7 @@ struct Link {
   Clock::time_point last_heard{};
 };
 
-// A connection to the hub's listener that has not finished its hello yet.
+// A connection to this rank's listener that has not finished its hello yet.
 struct Pending {
   Fd fd;
   unsigned char hello[kHelloBytes] = {};
@@ -104,16 +104,20 @@ LivenessWatcher::LivenessWatcher(Bootstrap& bootstrap, const LivenessOptions& op
       on_loss_(std::move(on_loss)),
       cards_(static_cast<std::size_t>(bootstrap.size())) {
   if (size_ == 1) return;
+  GNIO_REQUIRE(options_.fanout >= 1 && options_.fanout <= 255,
+               "liveness: the fan-out %d is not in [1, 255] (GNIO_LIVENESS_FANOUT)",
+               options_.fanout);
   Card& mine = cards_[rank_];
   std::memset(&mine, 0, sizeof(mine));
   mine.pid = static_cast<std::uint32_t>(::getpid());
+  mine.fanout = static_cast<std::uint8_t>(options_.fanout);
   std::strncpy(mine.host, host_name().c_str(), sizeof(mine.host) - 1);
-  if (rank_ == 0) {
-    // The hub listens where this rank's bootstrap listens: an address the others already reach.
+  if (has_children(rank_)) {
+    // The listener is where this rank's bootstrap listens: an address the others already reach.
     auto* tcp = dynamic_cast<TcpBootstrap*>(&bootstrap);
     SockAddr bind_addr = tcp ? tcp->listen_address() : choose_root_address();
     bind_addr.set_port(0);
-    listener_ = listen_tcp(bind_addr, "liveness listener of rank 0");
+    listener_ = listen_tcp(bind_addr, format("liveness listener of rank %d", rank_).c_str());
     NetAddress a = local_address(listener_.get()).to_net();
     mine.family = a.family;
     mine.port = a.port;
@@ -122,16 +126,24 @@ LivenessWatcher::LivenessWatcher(Bootstrap& bootstrap, const LivenessOptions& op
   }
   bootstrap.allgather(cards_.data(), sizeof(Card));
   for (Card& c : cards_) c.host[sizeof(c.host) - 1] = '\0';
+  // Every rank must draw the same tree, or children knock at the wrong parents.
+  for (int r = 0; r < size_; ++r)
+    if (cards_[r].fanout != mine.fanout)
+      fail(ErrorClass::InvalidArgument,
+           "liveness: rank %d has GNIO_LIVENESS_FANOUT=%d but %s has %d; set the same value on "
+           "every rank",
+           rank_, options_.fanout, describe(r).c_str(), cards_[r].fanout);
   if (rank_ != 0) {
-    const Card& hub = cards_[0];
-    if ((hub.family != 4 && hub.family != 6) || hub.port == 0)
-      fail(ErrorClass::RemoteError, "liveness: rank %d got an invalid hub address from %s", rank_,
-           describe(0).c_str());
+    const int parent = parent_of(rank_);
+    const Card& up = cards_[parent];
+    if ((up.family != 4 && up.family != 6) || up.port == 0)
+      fail(ErrorClass::RemoteError, "liveness: rank %d got an invalid listening address from %s",
+           rank_, describe(parent).c_str());
     NetAddress a;
-    a.family = hub.family;
-    a.port = hub.port;
-    a.scope_id = hub.scope_id;
-    std::memcpy(a.bytes.data(), hub.addr, sizeof(hub.addr));
+    a.family = up.family;
+    a.port = up.port;
+    a.scope_id = up.scope_id;
+    std::memcpy(a.bytes.data(), up.addr, sizeof(up.addr));
     SockAddr to = SockAddr::from_net(a);
     Deadline deadline = Deadline::after(options_.connect_s);
     int err = 0;
@@ -141,14 +153,14 @@ LivenessWatcher::LivenessWatcher(Bootstrap& bootstrap, const LivenessOptions& op
            "liveness: rank %d could not connect to %s at %s (%s); check that this host can "
            "reach it (firewall, GNIO_SOCKET_IFNAME), or set GNIO_HEARTBEAT_INTERVAL=0 to run "
            "without failure detection",
-           rank_, describe(0).c_str(), to.to_string().c_str(), std::strerror(err));
+           rank_, describe(parent).c_str(), to.to_string().c_str(), std::strerror(err));
     set_nodelay(fd.get());
     unsigned char hello[kHelloBytes];
     encode_hello({Purpose::Liveness, token_, rank_, size_}, hello);
     if (send_all(fd.get(), hello, sizeof(hello), nullptr, 0, deadline, &err) != IoStatus::Ok)
       fail(ErrorClass::RemoteError, "liveness: rank %d could not greet %s at %s (%s)", rank_,
-           describe(0).c_str(), to.to_string().c_str(), std::strerror(err));
-    hub_ = std::move(fd);
+           describe(parent).c_str(), to.to_string().c_str(), std::strerror(err));
+    parent_ = std::move(fd);
   }
   thread_ = std::thread([this] { run(); });
 }
@@ -173,14 +185,20 @@ void LivenessWatcher::run() noexcept {
   const Clock::time_point connect_deadline = started + seconds(options_.connect_s);
   const Clock::duration interval = seconds(options_.interval_s);
   const Clock::duration silence = seconds(options_.silence_s);
-  const bool hub = rank_ == 0;
-  if (hub) {
-    for (int r = 1; r < size_; ++r) links[r].watched = true;
-  } else {
-    links[0].watched = true;
-    links[0].connected = true;
-    links[0].fd = std::move(hub_);
-    links[0].last_heard = started;
+  // This rank's neighbours in the tree: the parent (connected already) and the children (who
+  // connect to this rank's listener).
+  std::vector<int> children;
+  for (long long c = first_child_of(rank_);
+       c < size_ && c < first_child_of(rank_) + options_.fanout; ++c)
+    children.push_back(static_cast<int>(c));
+  for (int c : children) links[c].watched = true;
+  const int parent = parent_of(rank_);
+  if (parent >= 0) {
+    Link& up = links[parent];
+    up.watched = true;
+    up.connected = true;
+    up.fd = std::move(parent_);
+    up.last_heard = started;
   }
 
   auto cause_text = [&](Cause cause, int err) -> std::string {
@@ -204,24 +222,27 @@ void LivenessWatcher::run() noexcept {
     }
     return "it was lost";
   };
-  // Reports `r` (once) to the handler; the hub also tells every other leaf.
-  auto report = [&](int r, Cause cause, int err, bool relayed) {
+  // Reports `r` (once) to the handler and passes the news to every neighbour but the one it
+  // came from (`via`, -1 when this rank saw it): the tree has no cycles, so each rank hears it
+  // once.
+  auto report = [&](int r, Cause cause, int err, int via) {
     if (r < 0 || r >= size_ || r == rank_ || reported[r]) return;
     reported[r] = true;
-    std::string what = format("%s died or became unreachable: %s%s", describe(r).c_str(),
-                              cause_text(cause, err).c_str(),
-                              relayed ? " (seen by rank 0, which watches every rank)" : "");
+    std::string what = format(
+        "%s died or became unreachable: %s%s", describe(r).c_str(), cause_text(cause, err).c_str(),
+        via >= 0
+            ? format(" (told by %s, along the ranks' liveness tree)", describe(via).c_str()).c_str()
+            : "");
     if (on_loss_) on_loss_(r, what);
-    if (hub)
-      for (int o = 1; o < size_; ++o)
-        if (o != r && links[o].connected && !links[o].done)
-          links[o].out += encode(MsgType::Lost, r, cause);
+    for (int o = 0; o < size_; ++o)
+      if (o != r && o != via && links[o].watched && links[o].connected && !links[o].done)
+        links[o].out += encode(MsgType::Lost, r, cause);
   };
   auto lose = [&](int r, Cause cause, int err) {
     Link& l = links[r];
     l.done = true;
     l.fd.reset();
-    report(r, cause, err, false);
+    report(r, cause, err, -1);
   };
   auto on_message = [&](int r, const unsigned char* m) {
     if (get(m, 4) != kLivenessMagic || get(m + 6, 2) != 0) return lose(r, Cause::Protocol, 0);
@@ -234,9 +255,8 @@ void LivenessWatcher::run() noexcept {
         GNIO_TRACE(Bootstrap, "liveness: %s said goodbye", describe(r).c_str());
         return;
       case MsgType::Lost: {
-        if (hub) return lose(r, Cause::Protocol, 0);  // only the hub relays losses
         auto cause = static_cast<Cause>(get(m + 12, 4));
-        return report(static_cast<int>(get(m + 8, 4)), cause, 0, true);
+        return report(static_cast<int>(get(m + 8, 4)), cause, 0, r);
       }
     }
     lose(r, Cause::Protocol, 0);
@@ -273,8 +293,8 @@ void LivenessWatcher::run() noexcept {
       why = "not a gnio liveness hello";
     else if (h->token != token_)
       why = "a liveness hello with another job's token";
-    else if (h->size != size_ || h->rank == 0)
-      why = "a liveness hello with an impossible rank";
+    else if (h->size != size_ || h->rank <= 0 || h->rank >= size_ || parent_of(h->rank) != rank_)
+      why = "a liveness hello from a rank that is not this rank's child";
     else if (links[h->rank].connected || links[h->rank].done)
       why = "a second liveness connection for one rank";
     if (why) {
@@ -345,7 +365,7 @@ void LivenessWatcher::run() noexcept {
       who.clear();
       fds.push_back({waker_.fd(), POLLIN, 0});
       who.push_back(-2);
-      const bool listening = hub && listener_;
+      const bool listening = static_cast<bool>(listener_);
       if (listening) {
         fds.push_back({listener_.get(), POLLIN, 0});
         who.push_back(-2);
@@ -382,9 +402,9 @@ void LivenessWatcher::run() noexcept {
       }
       if (listening && fds[1].revents) accept_all();
       if (listening) {
-        // Once every leaf is in, strays have nothing to connect to.
+        // Once every child is in, strays have nothing to connect to.
         bool all_in = true;
-        for (int r = 1; r < size_; ++r) all_in = all_in && (links[r].connected || links[r].done);
+        for (int c : children) all_in = all_in && (links[c].connected || links[c].done);
         if (all_in) {
           listener_.reset();
           pending.clear();

@@ -1,21 +1,27 @@
-// Peer-failure detection: every rank of a communicator keeps one small TCP connection to rank 0
-// (the hub), separate from the bootstrap's data connections, on which both ends send heartbeats
-// and, when they leave in order, a goodbye. A connection that closes or resets without a goodbye,
-// or stays silent too long, means the rank at the other end died or was cut off; the hub tells
-// every other rank at once.
+// Peer-failure detection: the ranks of a communicator form a tree (rank r's parent is
+// (r - 1) / F for the fan-out F = GNIO_LIVENESS_FANOUT), and every rank keeps one small TCP
+// connection to its parent and one to each child, separate from the bootstrap's data
+// connections. Both ends send heartbeats and, when they leave in order, a goodbye. A connection
+// that closes or resets without a goodbye, or stays silent too long, means the rank at the other
+// end died or was cut off; the rank that saw it tells its other neighbours, and each rank passes
+// the news on to its neighbours but the one it came from, so it floods the tree.
 //
-// Why a star on rank 0, and not the root service or a ring of neighbours:
+// Why a tree, and not a star on rank 0, the root service or a ring:
+//  * A star (what this was until 2026-12-05) puts N - 1 sockets and heartbeats on rank 0 and
+//    makes rank 0's death a special case; a tree keeps every rank at F + 1 connections at most.
 //  * The root service is gone after the rendezvous and may live in a process that is not a rank
 //    (create_unique_id()), so it cannot watch the job's lifetime.
 //  * The bootstrap's own connections are opened lazily, one-way, and only between ranks that
 //    exchange messages, so most pairs have none; they cannot tell a dead peer from a quiet one.
-//  * A ring needs a death to be flooded hop by hop around a broken ring (and two deaths split it);
-//    the star reaches every survivor in one relay: a leaf's death is seen by the hub and relayed
-//    to all, the hub's death is seen by every leaf directly. Its cost is size-1 sockets and
-//    heartbeats on rank 0 only (16 bytes per rank per interval), which is small next to what a
-//    rank 0 already does at scale.
-// The price of the star: once rank 0 has left in order (destroyed its Comm), the others are no
-// longer watched; by then the job is tearing down.
+//  * A ring needs N / 2 relays to reach everyone; the tree needs at most twice its depth,
+//    2 * ceil(log_F N) (16 384 ranks, F = 8: 10), each a message on a connection already open.
+// A dead rank splits the tree, and each part holds one of its neighbours, which saw the death
+// directly: every survivor hears of it. A second death in the same moment may hide behind the
+// first from some survivors; they still hear of the first, which aborts the communicator anyway.
+// Detection: at once for a killed process (its connections close), within the silence time for
+// a stopped one or a cut network; then one relay per hop. The price of the tree: once a rank has
+// left in order (destroyed its Comm), the parts it joined are no longer watched across it; by
+// then the job is tearing down.
 #pragma once
 
 #include <atomic>
@@ -32,6 +38,7 @@ namespace gnio::bootstrap {
 
 /// Timing of a LivenessWatcher.
 struct LivenessOptions {
+  int fanout = 8;          ///< children per rank in the tree (1..255; the same on every rank)
   double interval_s = 1;   ///< heartbeat period on every connection (> 0)
   double silence_s = 10;   ///< a connection silent this long is lost (> interval_s)
   double connect_s = 120;  ///< every rank must open its connection within this (after creation)
@@ -43,12 +50,13 @@ using PeerLossHandler = std::function<void(int rank, const std::string& what)>;
 
 /// Watches every rank of a job for death and network loss (see the file comment). Creation is
 /// collective over the bootstrap (one allgather); destruction says goodbye, waits at most about a
-/// second for the other end to acknowledge, and joins the thread. A job of one rank watches
+/// second for the other ends to acknowledge, and joins the thread. A job of one rank watches
 /// nothing and starts no thread.
 class LivenessWatcher {
  public:
-  /// Exchanges the hub address and every rank's host and pid over `bootstrap`, connects to the
-  /// hub (leaves) and starts the thread. Throws gnio::Error when the hub cannot be reached.
+  /// Exchanges every rank's host, pid and (ranks with children) listening address over
+  /// `bootstrap`, connects to this rank's parent and starts the thread. Throws gnio::Error when
+  /// the parent cannot be reached or the ranks disagree on the fan-out.
   LivenessWatcher(Bootstrap& bootstrap, const LivenessOptions& options, PeerLossHandler on_loss);
   /// Says goodbye (an orderly exit is never reported as a loss by the others) and joins.
   ~LivenessWatcher();
@@ -61,14 +69,19 @@ class LivenessWatcher {
  private:
   struct Card {
     std::uint32_t pid;
-    std::uint8_t family;  // of the hub's address, in rank 0's card only
-    std::uint8_t pad0;
+    std::uint8_t family;  // of the rank's liveness listener (ranks with children only)
+    std::uint8_t fanout;  // the rank's LivenessOptions::fanout
     std::uint16_t port;
     std::uint32_t scope_id;
     std::uint8_t addr[16];
     char host[56];
   };
   void run() noexcept;
+  /// The tree: rank r's parent (-1 for rank 0) and its first child (children are consecutive;
+  /// none at or past size).
+  int parent_of(int r) const { return r == 0 ? -1 : (r - 1) / options_.fanout; }
+  long long first_child_of(int r) const { return static_cast<long long>(r) * options_.fanout + 1; }
+  bool has_children(int r) const { return first_child_of(r) < size_; }
 
   const int rank_;
   const int size_;
@@ -76,8 +89,8 @@ class LivenessWatcher {
   const LivenessOptions options_;
   PeerLossHandler on_loss_;
   std::vector<Card> cards_;
-  Fd listener_;  // the hub's (rank 0 only)
-  Fd hub_;       // a leaf's connection to the hub, handed to the thread
+  Fd listener_;  // for this rank's children (ranks with children only)
+  Fd parent_;    // the connection to this rank's parent, handed to the thread
   Waker waker_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

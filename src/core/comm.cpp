@@ -191,6 +191,7 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   const double heartbeat_s = config_seconds("GNIO_HEARTBEAT_INTERVAL");
   if (heartbeat_s > 0 && size > 1) {
     bootstrap::LivenessOptions lo;
+    lo.fanout = static_cast<int>(config_int("GNIO_LIVENESS_FANOUT"));
     lo.interval_s = heartbeat_s;
     // Silence is declared after ten missed heartbeats, but never later than GNIO_TIMEOUT (a cut
     // network must be reported before device waits would give up on their own) and never sooner

@@ -6,9 +6,12 @@
 //    liveness watcher, not a wait's deadline, told it), the kernel's wait returned
 //    Status::RemoteError with failed_rank() = the victim, every later call throws RemoteError,
 //    teardown is bounded, and the survivors exit 0;
+//  * among 16 ranks in a liveness tree of fan-out 2, the death of an inner rank and of a deep
+//    leaf reaches every survivor, most of them through relays along the tree; ranks that
+//    disagree on the fan-out are refused at creation;
 //  * a stopped (not killed) rank is found by its missing heartbeats;
 //  * gnio-run's exit status is 137 and its message names the killed rank;
-//  * an orderly teardown of 2, 3 and 4 ranks reports nothing.
+//  * an orderly teardown of 2, 3, 4 and 16 ranks reports nothing.
 // The ranks run on the backend this test is given (GNIO_BACKEND: the host variant in CI,
 // liveness_test_gpu on the GPU machine, where a scenario's ranks are capped at the 2 GPUs, one
 // rank per GPU).
@@ -62,6 +65,7 @@ struct Scenario {
   double detect;         // bound on detection after the victim's death, seconds
   bool streams = false;  // the survivors stream work that must have progressed before the death
   int nodes = 1;         // > 1: gnio-run --nodes, the proxy transport (tcp) between them
+  int relayed = 0;       // survivors that must have heard of the death through the tree
 };
 
 /// The backend the ranks run on: this test's own GNIO_BACKEND (set by ctest), host by default.
@@ -73,7 +77,7 @@ std::string backend() {
 /// Most ranks a scenario may have: one per GPU on the cuda backend (the GPU suite's machine has
 /// 2), any number of processes on the host backend.
 int max_ranks() {
-  return backend() == "cuda" ? 2 : 8;
+  return backend() == "cuda" ? 2 : 16;
 }
 
 /// GNIO_TIMEOUT=30: a report within a few seconds cannot be a wait's deadline.
@@ -140,6 +144,10 @@ void run_kill(Scenario s, const std::vector<std::string>& extra_env = {}) {
   // the victim (across nodes, whichever notices first) "the connection from rank V ended".
   const std::string named = "rank " + std::to_string(s.victim) + " (";
   const std::string dropped = "from rank " + std::to_string(s.victim) + " ended";
+  int told = 0;
+  for (auto& [rank, f] : lines)
+    told += f["message"].find("along the ranks' liveness tree") != std::string::npos;
+  EXPECT_GE(told, s.relayed) << all;
   for (auto& [rank, f] : lines) {
     SCOPED_TRACE("survivor rank " + std::to_string(rank));
     EXPECT_NE(rank, s.victim) << all;
@@ -178,7 +186,7 @@ TEST(PeerFailure, KillDuringDeviceWaitSignal) {
   run_kill({"wait", 3, 1, true, 3.0});
 }
 
-TEST(PeerFailure, KillOfTheHubDuringDeviceWait) {
+TEST(PeerFailure, KillOfRank0DuringDeviceWait) {
   run_kill({"wait", 3, 0, true, 3.0});
 }
 
@@ -227,6 +235,27 @@ TEST(PeerFailure, KillWithAllreducesInFlightAcrossNodes) {
 }
 #endif
 
+// 16 ranks in a liveness tree of fan-out 2 (rank r's parent is (r - 1) / 2: four levels below
+// rank 0), so that a death reaches most survivors only through relays: an inner rank (1: its
+// parent 0 and children 3 and 4 see it; 0 passes it to 2, which passes it on) and a leaf three
+// levels down (12: only its parent 5 sees it; the news climbs to 0 and comes down the other
+// side). Every survivor must name the victim within the bound.
+TEST(PeerFailure, KillAmong16OfAnInnerRankOfTheLivenessTree) {
+  if (backend() != "host") GTEST_SKIP() << "16 ranks need the host backend";
+  // Ranks 0, 3 and 4 see the death; the 12 others hear of it.
+  Scenario s{"wait", 16, 1, true, 6.0};
+  s.relayed = 12;
+  run_kill(s, {"GNIO_LIVENESS_FANOUT=2"});
+}
+
+TEST(PeerFailure, KillAmong16OfADeepLeafOfTheLivenessTree) {
+  if (backend() != "host") GTEST_SKIP() << "16 ranks need the host backend";
+  // Rank 5 sees the death; the 14 others hear of it.
+  Scenario s{"wait", 16, 12, true, 6.0};
+  s.relayed = 14;
+  run_kill(s, {"GNIO_LIVENESS_FANOUT=2"});
+}
+
 TEST(PeerFailure, StoppedRankIsFoundByMissingHeartbeats) {
   // Heartbeats every 0.1 s: silence is declared after the 3 s floor. The process keeps its
   // sockets open, so only the missing heartbeats tell.
@@ -257,7 +286,23 @@ TEST_P(OrderlyTeardown, ReportsNothing) {
   EXPECT_EQ(job.err.find("ThreadSanitizer"), std::string::npos) << all;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, OrderlyTeardown, ::testing::Values(2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(Ranks, OrderlyTeardown, ::testing::Values(2, 3, 4, 16));
+
+// The ranks must draw the same tree: a rank with another fan-out is named by the others, and
+// creation fails everywhere instead of children knocking at the wrong parents until a deadline.
+TEST(LivenessTree, FanOutThatDiffersBetweenRanksIsRefused) {
+  std::vector<std::string> env = base_env();
+  gnio_test::Job job(GNIO_RUN_EXE,
+                     {"-n", "3", "--timeout", "60", "--", "sh", "-c",
+                      std::string("[ \"$RANK\" = 1 ] && export GNIO_LIVENESS_FANOUT=3; exec ") +
+                          LIVENESS_PROBE_EXE + " orderly 0"},
+                     env);
+  const int status = job.finish(90);
+  const std::string all = "stdout:\n" + job.out + "\nstderr:\n" + job.err;
+  EXPECT_NE(status, 0) << all;
+  EXPECT_NE(job.err.find("has GNIO_LIVENESS_FANOUT=8 but rank 1 ("), std::string::npos) << all;
+  EXPECT_NE(job.err.find("set the same value on every rank"), std::string::npos) << all;
+}
 
 }  // namespace
 }  // namespace liveness_test
