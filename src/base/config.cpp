@@ -87,6 +87,12 @@ constexpr ConfigVar kVars[] = {
      "first carries the device API's operations (in order, so fence and quiet hold), the others "
      "the collectives' pipes, spread by pipe, and the pieces of large puts "
      "(GNIO_NET_STRIPE_MIN), each with its own sending and receiving thread"},
+    {"GNIO_NET_CONNECT", ConfigType::Enum, "lazy",
+     "when the tcp transport opens its connections {lazy, eager} (the same on every rank): lazy = "
+     "a rank connects to another node's rank when it first sends to it, and receives on the "
+     "connections that rank opened, so its sockets grow with the peers it talks to; eager = one "
+     "connection per pair and GNIO_NET_NSOCKS lane to every rank on another node at creation, "
+     "used both ways"},
     {"GNIO_NET_STRIPE_MIN", ConfigType::Size, "4M",
      "a put into another node's heap of at least this many bytes is split over the connections "
      "past the first (GNIO_NET_NSOCKS > 1), sent and landed by their threads in parallel; the "

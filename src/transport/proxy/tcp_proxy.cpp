@@ -32,6 +32,12 @@ int net_lanes() {
   return static_cast<int>(n);
 }
 
+/// GNIO_NET_CONNECT.
+net::TcpMesh::Connect net_connect() {
+  return config_text("GNIO_NET_CONNECT") == "eager" ? net::TcpMesh::Connect::AtCreation
+                                                    : net::TcpMesh::Connect::OnFirstUse;
+}
+
 }  // namespace
 
 TcpProxy::TcpProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
@@ -39,7 +45,7 @@ TcpProxy::TcpProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
                    StreamRef stream, double timeout_s, std::function<void(int)> on_link_lost)
     : Proxy(backend, bs, heap_base, heap_bytes, control, stream, timeout_s,
             std::move(on_link_lost)),
-      mesh_(bs, node_of_rank, timeout_s, net_lanes()) {
+      mesh_(bs, node_of_rank, timeout_s, net_lanes(), net_connect()) {
   // The host backend's proxy addresses every byte itself; GPU memory goes through bounce buffers
   // (GNIO_PROXY_STAGING=always stages on the host backend too, which is how CI tests that path).
   direct_ = backend_.kind() == platform::BackendKind::Host && !staging_forced();
@@ -142,8 +148,19 @@ bool TcpProxy::transmit(int peer, int lane, Staging& staging, const void* head,
   // only, which the memory model does not count).
   frames_sending_.fetch_add(1, std::memory_order_release);
   int err = 0;
-  if (staging.send(mesh_.fd(peer, lane), head, head_bytes, data, bytes,
-                   Deadline::no_progress_for(timeout_s_), &err) != bootstrap::IoStatus::Ok) {
+  // The first frame to a peer on a lane opens the connection (GNIO_NET_CONNECT=lazy): a peer
+  // that died before it is reported here, by name.
+  const int fd = mesh_.send_fd(peer, lane, &err);
+  if (fd < 0) {
+    if (!stop_.load(std::memory_order_acquire))
+      fail_transport(format("rank %d: tcp transport: could not connect to rank %d on connection "
+                            "%d (%s); that rank died or cannot be reached",
+                            rank_, peer, lane, std::strerror(err)),
+                     peer);
+    return false;
+  }
+  if (staging.send(fd, head, head_bytes, data, bytes, Deadline::no_progress_for(timeout_s_),
+                   &err) != bootstrap::IoStatus::Ok) {
     if (!stop_.load(std::memory_order_acquire))
       fail_transport(format("rank %d: tcp transport: sending to rank %d on connection %d failed "
                             "(%s); that rank failed or rejected an operation (see its log)",
@@ -197,19 +214,75 @@ void TcpProxy::lane_send_loop(int lane) {
   }
   if (!failed())
     for (int p : mesh_.peers()) {
+      if (!mesh_.sending_to(p, lane)) continue;  // never opened: nothing to close in order
       const Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
       (void)transmit(p, lane, direct_staging, &bye, sizeof(bye), nullptr, 0);
     }
 }
 
 void TcpProxy::receive_loop(int lane) {
-  std::vector<int> open = mesh_.peers();
+  Lane& ln = *lane_[static_cast<std::size_t>(lane)];
+  // The peers whose connection on this lane is up: all of them when connected at creation
+  // (until each says goodbye); otherwise those that connected, as lane 0's thread accepts them
+  // (it hands the other lanes theirs).
+  const bool at_creation = mesh_.connected_at_creation();
+  std::vector<int> open = at_creation ? mesh_.peers() : std::vector<int>{};
   std::vector<pollfd> pfds;
   auto last_work = std::chrono::steady_clock::now();
-  while (!stop_.load(std::memory_order_acquire) && !open.empty()) {
+  bool arrivals = !at_creation;  // the listener (lane 0) or the hand-over (others) has news
+  // Lane 0, connections on first use: this rank's sending sockets, watched for the peer closing
+  // them (see TcpMesh), each with the bytes of a goodbye read so far.
+  struct Watched {
+    net::TcpMesh::Accepted c;
+    Frame bye;
+    std::size_t have;
+  };
+  std::vector<Watched> watched;
+  bool opened = lane == 0 && !at_creation;
+  while (!stop_.load(std::memory_order_acquire) && (!at_creation || !open.empty())) {
     settle_deliveries(lane);
+    if (arrivals) {
+      arrivals = false;
+      if (lane == 0) {
+        for (const net::TcpMesh::Accepted& a : mesh_.accept_ready()) {
+          if (a.lane == 0) {
+            open.push_back(a.peer);
+            continue;
+          }
+          Lane& to = *lane_[static_cast<std::size_t>(a.lane)];
+          {
+            std::lock_guard<std::mutex> lock(to.mutex);
+            to.arrived.push_back(a.peer);
+          }
+          to.arrivals.notify();
+        }
+      } else {
+        ln.arrivals.drain();
+        std::lock_guard<std::mutex> lock(ln.mutex);
+        open.insert(open.end(), ln.arrived.begin(), ln.arrived.end());
+        ln.arrived.clear();
+      }
+    }
+    if (opened) {
+      for (const net::TcpMesh::Accepted& c : mesh_.take_opened())
+        watched.push_back(Watched{c, Frame{}, 0});
+      opened = false;
+    }
     pfds.clear();
-    for (int p : open) pfds.push_back(pollfd{mesh_.fd(p, lane), POLLIN, 0});
+    for (int p : open) pfds.push_back(pollfd{mesh_.receive_fd(p, lane), POLLIN, 0});
+    const std::size_t connections = pfds.size();
+    if (!at_creation) {
+      if (lane == 0) {
+        for (const Watched& w : watched)
+          pfds.push_back(pollfd{mesh_.watched_fd(w.c.peer, w.c.lane), POLLIN, 0});
+        pfds.push_back(pollfd{mesh_.opened_fd(), POLLIN, 0});
+        mesh_.add_accept_fds(pfds);
+      } else {
+        pfds.push_back(pollfd{ln.arrivals.fd(), POLLIN, 0});
+      }
+    }
+    const std::size_t first_accept =
+        connections + (lane == 0 && !at_creation ? watched.size() + 1 : 0);
     // A connection whose reader already holds bytes has a frame (or its start) to take without
     // asking the socket.
     bool held = false;
@@ -218,15 +291,26 @@ void TcpProxy::receive_loop(int lane) {
     // is polled here) and within the spin window after the last frame; otherwise blocking, 50 ms
     // at a time so that stop_ is looked at.
     const auto now = std::chrono::steady_clock::now();
-    const bool polling = held || !lane_[lane]->delivering.empty() || now - last_work < spin();
+    const bool polling = held || !ln.delivering.empty() || now - last_work < spin();
     const int n = ::poll(pfds.data(), pfds.size(), polling ? 0 : 50);
     if (n < 0 || (n == 0 && !held)) {  // nothing, or EINTR
       if (polling) std::this_thread::yield();
       continue;
     }
     last_work = now;
+    if (lane == 0 && !at_creation) {
+      opened = pfds[first_accept - 1].revents != 0;
+      std::vector<Watched> still_watched;
+      for (std::size_t w = 0; w < watched.size(); ++w) {
+        if (pfds[connections + w].revents == 0 ||
+            !sending_socket_closed(watched[w].c, &watched[w].bye, &watched[w].have))
+          still_watched.push_back(watched[w]);
+      }
+      watched.swap(still_watched);
+    }
+    for (std::size_t i = first_accept; i < pfds.size(); ++i) arrivals = arrivals || pfds[i].revents;
     std::vector<int> still_open;
-    for (std::size_t i = 0; i < pfds.size(); ++i) {
+    for (std::size_t i = 0; i < connections; ++i) {
       net::SocketReader& reader = *readers_[at(open[i], lane)];
       bool open_still = true;
       if (pfds[i].revents != 0 || reader.buffered() > 0) {
@@ -240,8 +324,40 @@ void TcpProxy::receive_loop(int lane) {
       if (open_still) still_open.push_back(open[i]);
     }
     // The small deliveries of this turn's frames go to the device together.
-    if (lane_[lane]->inbound) lane_[lane]->inbound->flush();
+    if (ln.inbound) ln.inbound->flush();
     open.swap(still_open);
+  }
+  // Connections on first use: the peers watch the sockets this thread received on; a goodbye
+  // tells them this rank stops receiving in order (best effort: they are stopping too).
+  if (!at_creation && !failed())
+    for (int p : open) {
+      const Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
+      (void)::send(mesh_.receive_fd(p, lane), &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+}
+
+bool TcpProxy::sending_socket_closed(const net::TcpMesh::Accepted& c, Frame* bye,
+                                     std::size_t* have) {
+  const int fd = mesh_.watched_fd(c.peer, c.lane);
+  for (;;) {
+    const ssize_t n =
+        ::recv(fd, reinterpret_cast<char*>(bye) + *have, sizeof(Frame) - *have, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (n > 0) {
+      *have += static_cast<std::size_t>(n);
+      if (*have < sizeof(Frame)) continue;
+      if (bye->magic == kFrameMagic && bye->type == kFrameBye && bye->token == token_)
+        return true;  // the peer stops receiving in order
+    }
+    // Closed, reset, or bytes that are not a goodbye: the peer dropped this connection.
+    if (!stop_.load(std::memory_order_acquire))
+      fail_transport(format("rank %d: tcp transport: the connection to rank %d ended (closed by "
+                            "that rank, connection %d); that rank failed or rejected an "
+                            "operation (see its log)",
+                            rank_, c.peer, c.lane),
+                     c.peer);
+    return true;
   }
 }
 
@@ -261,7 +377,7 @@ void TcpProxy::settle_deliveries(int lane) {
 }
 
 bool TcpProxy::receive_frame(int peer, int lane) {
-  const int fd = mesh_.fd(peer, lane);
+  const int fd = mesh_.receive_fd(peer, lane);
   Lane& ln = *lane_[static_cast<std::size_t>(lane)];
   const Deadline deadline = Deadline::no_progress_for(timeout_s_);
   Frame f{};

@@ -2,6 +2,10 @@
 // the ring's operations (proxy.hpp) to ranks on other nodes as framed messages and apply what
 // those ranks send here.
 //
+// Connections (transport/net/tcp/tcp_mesh.hpp) open on first use by default: the sending thread
+// of a lane connects to a peer with its first frame for it, and lane 0's receiving thread accepts
+// the peers' connections and hands each lane its own.
+//
 // Two threads per communicator, so that neither can block the other: the sender drains the ring
 // in ticket order, writes each operation as one frame (header + payload read straight from the
 // source) to the target's connection, and writes the acknowledgements the receiver owes; the
@@ -68,7 +72,8 @@ class TcpProxy final : public Proxy {
   /// The sender thread (tcp_sender.cpp): descriptors out, acks and replies, the ring's counters.
   class Sender;
   void send_loop();
-  /// Receives on lane `lane` of every peer until each said goodbye (or stop).
+  /// Receives on lane `lane` of every peer until stop (connected at creation: or until each
+  /// said goodbye); lane 0's thread also accepts the connections peers open on first use.
   void receive_loop(int lane);
   /// Sends the frames handed to lane `lane` (> 0).
   void lane_send_loop(int lane);
@@ -94,6 +99,10 @@ class TcpProxy final : public Proxy {
   void nudge_sender();
   /// Applies an Atomic frame to this rank's heap; returns the old value (zero-extended).
   std::uint64_t apply_atomic(const Frame& f);
+  /// Connections on first use: reads what arrived on this rank's sending socket `c` (a goodbye,
+  /// `have` of its bytes in `bye` so far); true when the watch is over: the peer said goodbye,
+  /// or closed the socket without one (the transport fails, naming it, unless stopping).
+  bool sending_socket_closed(const net::TcpMesh::Accepted& c, Frame* bye, std::size_t* have);
   /// Counts the frames received on lane `lane` whose deliveries completed as applied (the sender
   /// acks them), in arrival order.
   void settle_deliveries(int lane);
@@ -154,6 +163,10 @@ class TcpProxy final : public Proxy {
     std::unique_ptr<Staging> inbound;
     std::deque<Delivering> delivering;
     StageTime send_time, receive_time, deliver_time;  ///< GNIO_PROXY_STATS
+    /// Lanes past the first, connections on first use: peers whose connection lane 0's
+    /// receiving thread accepted for this lane (written under `mutex`), and its wake-up.
+    std::vector<int> arrived;
+    bootstrap::Waker arrivals;
     std::thread sender, receiver;
   };
   /// A reply this rank owes a peer: the frame (a GetReply's data is read when it is sent).

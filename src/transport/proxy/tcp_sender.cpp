@@ -158,6 +158,8 @@ void TcpProxy::Sender::run() {
   }
   if (!p_.failed()) {
     for (int peer : peers_) {
+      // Flushed first: what is gathered may open the connection the goodbye then closes.
+      if (!flush(peer) || !p_.mesh_.sending_to(peer, 0)) continue;
       Frame bye{kFrameMagic, kFrameBye, p_.token_, 0, 0, 0, 0, 0, 0, 0};
       if (send_frame(peer, bye, nullptr, 0)) (void)flush(peer);
     }
@@ -244,7 +246,7 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
         "is not inside a landing outbox (internal error)",
         p_.rank_, static_cast<unsigned long long>(next_),
         static_cast<unsigned long long>(slot.bytes), static_cast<unsigned long long>(slot.src)));
-  } else if (peer < 0 || peer >= p_.size_ || p_.mesh_.fd(peer) < 0) {
+  } else if (!p_.mesh_.remote(peer)) {
     p_.fail_transport(
         format("rank %d: proxy descriptor %llu names rank %d, which is not a remote "
                "peer (internal error)",
@@ -438,9 +440,11 @@ bool TcpProxy::Sender::cut_link(int peer, Staging& staging, const Frame& f, cons
   // loss and must not apply the operation.
   std::uint64_t& sent = data_sent_[static_cast<std::size_t>(peer)];
   const std::size_t part = static_cast<std::size_t>(cut_after_ - sent);
-  const int fd = p_.mesh_.fd(peer);
   int err = 0;
-  (void)staging.send(fd, &f, sizeof(f), data, part, Deadline::no_progress_for(p_.timeout_s_), &err);
+  const int fd = p_.mesh_.send_fd(peer, 0, &err);
+  if (fd >= 0)
+    (void)staging.send(fd, &f, sizeof(f), data, part, Deadline::no_progress_for(p_.timeout_s_),
+                       &err);
   sent = cut_after_;
   // The failure is recorded before the socket goes down, so that this rank reports the cut rather
   // than its receiver thread's view of it (the connection closing).
@@ -448,7 +452,7 @@ bool TcpProxy::Sender::cut_link(int peer, Staging& staging, const Frame& f, cons
       format("rank %d: tcp transport: the link to rank %d was cut after %llu bytes "
              "of data (GNIO_NET_CUT_AFTER fault injection)",
              p_.rank_, peer, static_cast<unsigned long long>(cut_after_)));
-  ::shutdown(fd, SHUT_RDWR);
+  if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
   return false;
 }
 
