@@ -59,7 +59,6 @@ Clock::duration seconds(double s) {
 // One watched connection: to this rank's parent or to one of its children.
 struct Link {
   Fd fd;
-  bool watched = false;    // this end watches that rank
   bool connected = false;  // the connection is up (a child said hello)
   bool done = false;       // goodbye, loss or close seen: nothing more to watch
   unsigned char in[kMsgBytes] = {};
@@ -191,15 +190,16 @@ void LivenessWatcher::run() noexcept {
   for (long long c = first_child_of(rank_);
        c < size_ && c < first_child_of(rank_) + options_.fanout; ++c)
     children.push_back(static_cast<int>(c));
-  for (int c : children) links[c].watched = true;
   const int parent = parent_of(rank_);
   if (parent >= 0) {
     Link& up = links[parent];
-    up.watched = true;
     up.connected = true;
     up.fd = std::move(parent_);
     up.last_heard = started;
   }
+  // Every loop below visits these links only: at most fan-out + 1, whatever the job's size.
+  std::vector<int> neighbours = children;
+  if (parent >= 0) neighbours.push_back(parent);
 
   auto cause_text = [&](Cause cause, int err) -> std::string {
     switch (cause) {
@@ -234,8 +234,8 @@ void LivenessWatcher::run() noexcept {
             ? format(" (told by %s, along the ranks' liveness tree)", describe(via).c_str()).c_str()
             : "");
     if (on_loss_) on_loss_(r, what);
-    for (int o = 0; o < size_; ++o)
-      if (o != r && o != via && links[o].watched && links[o].connected && !links[o].done)
+    for (int o : neighbours)
+      if (o != r && o != via && links[o].connected && !links[o].done)
         links[o].out += encode(MsgType::Lost, r, cause);
   };
   auto lose = [&](int r, Cause cause, int err) {
@@ -332,14 +332,16 @@ void LivenessWatcher::run() noexcept {
     while (!stop_.load(std::memory_order_acquire)) {
       Clock::time_point now = Clock::now();
       if (now >= next_beat) {
-        for (Link& l : links)
+        for (int r : neighbours) {
+          Link& l = links[r];
           if (l.connected && !l.done && l.out.empty()) l.out += encode(MsgType::Heartbeat);
+        }
         next_beat = now + interval;
       }
       Clock::time_point wake = next_beat;
-      for (int r = 0; r < size_; ++r) {
+      for (int r : neighbours) {
         Link& l = links[r];
-        if (!l.watched || l.done) continue;
+        if (l.done) continue;
         if (l.connected && now - l.last_heard > silence)
           lose(r, Cause::Silent, 0);
         else if (!l.connected && now > connect_deadline)
@@ -355,7 +357,7 @@ void LivenessWatcher::run() noexcept {
       pending.erase(
           std::remove_if(pending.begin(), pending.end(), [](const Pending& p) { return !p.fd; }),
           pending.end());
-      for (int r = 0; r < size_; ++r) {
+      for (int r : neighbours) {
         Link& l = links[r];
         int err = 0;
         if (l.connected && !l.done && !flush(l, &err)) lose(r, Cause::Reset, err);
@@ -374,7 +376,7 @@ void LivenessWatcher::run() noexcept {
         fds.push_back({p.fd.get(), POLLIN, 0});
         who.push_back(-1);
       }
-      for (int r = 0; r < size_; ++r) {
+      for (int r : neighbours) {
         Link& l = links[r];
         if (!l.connected || l.done) continue;
         fds.push_back({l.fd.get(), static_cast<short>(POLLIN | (l.out.empty() ? 0 : POLLOUT)), 0});
@@ -422,12 +424,12 @@ void LivenessWatcher::run() noexcept {
   // end to close in turn, so no byte is left unread when the sockets close (an unread byte makes
   // the kernel send a reset, which the other end could not tell from a crash).
   const Clock::time_point until = Clock::now() + seconds(kGoodbyeWait_s);
-  for (Link& l : links)
-    if (l.connected && !l.done) l.out += encode(MsgType::Goodbye);
+  for (int r : neighbours)
+    if (links[r].connected && !links[r].done) links[r].out += encode(MsgType::Goodbye);
   for (;;) {
     fds.clear();
     who.clear();
-    for (int r = 0; r < size_; ++r) {
+    for (int r : neighbours) {
       Link& l = links[r];
       if (!l.connected || l.done) continue;
       int err = 0;

@@ -430,6 +430,12 @@ extern "C" void __tsan_release(void* addr);
 char network_order_for_tsan;
 #endif
 
+/// The most bytes one send or recv system call moves. A call of many megabytes holds the socket
+/// for its whole copy, so the peer's window updates (and, on loopback, the other side's copy)
+/// wait for it: a 16 MiB put sent and received in calls of at most 1 MiB took 4.0-4.5 ms on the
+/// 2-core CPU machine against 7-7.4 ms in one call each (raw loopback TCP, median of 50).
+constexpr std::size_t kSocketCallBytes = std::size_t{1} << 20;
+
 /// ThreadSanitizer orders every socket send before every later socket receive (the network's
 /// order, which it cannot see across processes), but its send interceptors record the read of
 /// the data after the call returns: when a peer's answer to those bytes already arrived, another
@@ -437,12 +443,6 @@ char network_order_for_tsan;
 /// sanitizer reports a race that the network rules out. So under the sanitizer the read is
 /// recorded, then the order released (a zero-byte send, which the interceptor sees), and the
 /// bytes go out through the bare system call. No-op in other builds.
-/// The most bytes one send or recv system call moves. A call of many megabytes holds the socket
-/// for its whole copy, so the peer's window updates (and, on loopback, the other side's copy)
-/// wait for it: a 16 MiB put sent and received in calls of at most 1 MiB took 4.0-4.5 ms on the
-/// 2-core CPU machine against 7-7.4 ms in one call each (raw loopback TCP, median of 50).
-constexpr std::size_t kSocketCallBytes = std::size_t{1} << 20;
-
 void record_send_for_tsan(int fd, const void* a, std::size_t a_len, const void* b,
                           std::size_t b_len) {
 #if defined(GNIO_TSAN)

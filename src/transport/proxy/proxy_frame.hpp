@@ -70,6 +70,12 @@ struct FrameVerdict {
 FrameVerdict check_frame(const Frame& f, std::uint64_t token, std::uint64_t heap_bytes,
                          std::uint64_t landing_bytes);
 
+/// The goodbye of job `token`: the sender of a connection leaves in order (and, on connections
+/// opened on first use, the receiving side stops reading in order).
+inline Frame bye_frame(std::uint64_t token) {
+  return Frame{kFrameMagic, kFrameBye, token, 0, 0, 0, 0, 0, 0, 0};
+}
+
 /// True when [offset, offset + bytes) lies inside a heap of `heap` bytes (no overflow).
 bool inside_heap(std::uint64_t offset, std::uint64_t bytes, std::uint64_t heap);
 

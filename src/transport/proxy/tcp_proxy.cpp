@@ -215,7 +215,7 @@ void TcpProxy::lane_send_loop(int lane) {
   if (!failed())
     for (int p : mesh_.peers()) {
       if (!mesh_.sending_to(p, lane)) continue;  // never opened: nothing to close in order
-      const Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
+      const Frame bye = bye_frame(token_);
       (void)transmit(p, lane, direct_staging, &bye, sizeof(bye), nullptr, 0);
     }
 }
@@ -331,7 +331,7 @@ void TcpProxy::receive_loop(int lane) {
   // tells them this rank stops receiving in order (best effort: they are stopping too).
   if (!at_creation && !failed())
     for (int p : open) {
-      const Frame bye{kFrameMagic, kFrameBye, token_, 0, 0, 0, 0, 0, 0, 0};
+      const Frame bye = bye_frame(token_);
       (void)::send(mesh_.receive_fd(p, lane), &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
     }
 }
@@ -347,7 +347,7 @@ bool TcpProxy::sending_socket_closed(const net::TcpMesh::Accepted& c, Frame* bye
     if (n > 0) {
       *have += static_cast<std::size_t>(n);
       if (*have < sizeof(Frame)) continue;
-      if (bye->magic == kFrameMagic && bye->type == kFrameBye && bye->token == token_)
+      if (check_frame(*bye, token_, 0, 0).kind == FrameKind::Bye)
         return true;  // the peer stops receiving in order
     }
     // Closed, reset, or bytes that are not a goodbye: the peer dropped this connection.

@@ -160,8 +160,7 @@ void TcpProxy::Sender::run() {
     for (int peer : peers_) {
       // Flushed first: what is gathered may open the connection the goodbye then closes.
       if (!flush(peer) || !p_.mesh_.sending_to(peer, 0)) continue;
-      Frame bye{kFrameMagic, kFrameBye, p_.token_, 0, 0, 0, 0, 0, 0, 0};
-      if (send_frame(peer, bye, nullptr, 0)) (void)flush(peer);
+      if (send_frame(peer, bye_frame(p_.token_), nullptr, 0)) (void)flush(peer);
     }
   }
 }
