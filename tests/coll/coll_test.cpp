@@ -37,14 +37,20 @@ struct Pool {
   char* priv[2] = {};
   gnio::SymPtr<char> sym[2];
 };
-constexpr std::size_t kPoolBytes = 6u << 20;  // 65537 elements x 8 B x 8 ranks, plus guards
+/// Bytes of each pool buffer: the largest gathered output the suite makes (65537 elements of 8
+/// bytes from every rank) plus guards, and at least 6 MiB. (A fixed 6 MiB, sized for 8 ranks, let
+/// the 16-rank allgathers write past it into the channels' control words.)
+std::size_t pool_bytes() {
+  return std::max<std::size_t>(
+      6u << 20, std::size_t{65537} * 8 * static_cast<std::size_t>(comm().size()) + 4096);
+}
 
 Pool& pool() {
   static Pool* p = [] {
     auto* q = new Pool;
     for (int i = 0; i < 2; ++i) {
-      q->priv[i] = static_cast<char*>(comm().alloc_device(kPoolBytes));
-      q->sym[i] = comm().alloc_bytes(kPoolBytes);
+      q->priv[i] = static_cast<char*>(comm().alloc_device(pool_bytes()));
+      q->sym[i] = comm().alloc_bytes(pool_bytes());
     }
     return q;
   }();
@@ -102,7 +108,7 @@ void call(const Case& c, const void* send, void* recv) {
 /// initial buffer and the expected one come from gnio_bench's generators, which build one period
 /// of each sequence and copy it out (64 MiB cases on 8 ranks spent most of their time here when
 /// every element of every rank's input was computed one by one).
-std::size_t run_case(const Case& c, char* send_base, char* recv_base) {
+std::size_t run_case(const Case& c, char* send_base, char* recv_base, std::size_t capacity) {
   gnio::Comm& cm = comm();
   gnio_bench::CollCall call_of;
   call_of.kind = c.kind;
@@ -119,6 +125,11 @@ std::size_t run_case(const Case& c, char* send_base, char* recv_base) {
   // plus a guard) starts as `init`; send and recv point into it in place (NCCL's layout).
   const std::vector<std::uint8_t> input = gnio_bench::make_input(call_of);
   const std::vector<std::uint8_t> init = gnio_bench::make_initial(call_of, input, kGuard);
+  if (init.size() > capacity || input.size() > capacity) {
+    ADD_FAILURE() << describe(c) << ": needs " << std::max(init.size(), input.size())
+                  << " bytes, the test's buffers hold " << capacity;
+    return 1;
+  }
   char* checked = recv_base;
   const char* send = send_base;
   char* recv = recv_base;
@@ -142,8 +153,8 @@ std::size_t run_case(const Case& c, char* send_base, char* recv_base) {
 std::size_t run_case(const Case& c) {
   Pool& p = pool();
   gnio::Comm& cm = comm();
-  return c.symmetric ? run_case(c, cm.local(p.sym[0]), cm.local(p.sym[1]))
-                     : run_case(c, p.priv[0], p.priv[1]);
+  return c.symmetric ? run_case(c, cm.local(p.sym[0]), cm.local(p.sym[1]), pool_bytes())
+                     : run_case(c, p.priv[0], p.priv[1], pool_bytes());
 }
 
 /// Algorithms a collective has ("auto" first). Across nodes oneshot runs through the pipes and
@@ -351,14 +362,37 @@ TEST(Coll, LargeMessages) {
                           b.kind == CollKind::AllToAll;
     // Gathered collectives: the whole buffer is `bytes`; the count is per rank.
     c.count = bytes / gnio::size_of(b.type) / (gathered ? static_cast<std::size_t>(n) : 1) - 3;
-    wrong += b.symmetric ? run_case(c, cm.local(sym[0]), cm.local(sym[1]))
-                         : run_case(c, priv[0], priv[1]);
+    wrong += b.symmetric ? run_case(c, cm.local(sym[0]), cm.local(sym[1]), total)
+                         : run_case(c, priv[0], priv[1], total);
   }
   EXPECT_EQ(wrong, 0u);
   cm.free_device(priv[0]);
   cm.free_device(priv[1]);
   cm.free(sym[0]);
   cm.free(sym[1]);
+}
+
+/// The largest of each rank's `values` (every rank passes as many).
+std::vector<std::int32_t> max_over_ranks(std::vector<std::int32_t> values) {
+  gnio::Comm& cm = comm();
+  const std::size_t bytes = values.size() * sizeof(std::int32_t);
+  auto* d = static_cast<std::int32_t*>(cm.alloc_device(bytes));
+  gnio_test::to_device(d, values.data(), bytes);
+  gnio::allreduce(cm, d, d, values.size(), DataType::I32, RedOp::Max, stream());
+  gnio_test::to_host(values.data(), d, bytes);
+  cm.free_device(d);
+  return values;
+}
+
+/// The hierarchical collectives' job shape: at least 2 nodes, each with the same number (at least
+/// 2) of ranks. `consecutive`: each node's ranks are also consecutive (the allgather's condition).
+bool equal_nodes(bool consecutive) {
+  gnio::Comm& cm = comm();
+  const std::int32_t local = cm.local_size();
+  const std::int32_t in_order = cm.rank() == cm.node() * cm.local_size() + cm.local_rank();
+  const std::vector<std::int32_t> most = max_over_ranks({local, -local, in_order ? 0 : 1});
+  const bool equal = cm.nodes() >= 2 && local >= 2 && most[0] == -most[1];
+  return equal && (!consecutive || most[2] == 0);
 }
 
 /// Runs `c` out of place and in place, its buffers in the heap or private by turns (alternating
@@ -382,9 +416,7 @@ std::size_t run_in_and_out_of_place(Case c, std::size_t* cases) {
 TEST(Coll, AllReduceAroundNodeSize) {
   gnio::Comm& cm = comm();
   const std::size_t per_node = static_cast<std::size_t>(cm.local_size());
-  // Equal nodes (exact for the 2-node jobs the suite runs: the other node has the rest).
-  const bool even_nodes =
-      cm.nodes() == 2 && per_node >= 2 && 2 * static_cast<int>(per_node) == cm.size();
+  const bool even_nodes = equal_nodes(false);
   const char* hier = std::getenv("GNIO_COLL_HIER");
   const bool forced_on = hier && std::string(hier) == "on";
   std::size_t wrong = 0, cases = 0;
@@ -423,16 +455,8 @@ TEST(Coll, AllReduceAroundNodeSize) {
 // hierarchical form never claim one.
 TEST(Coll, AllGatherAcrossEqualNodes) {
   gnio::Comm& cm = comm();
-  const std::size_t per_node = static_cast<std::size_t>(cm.local_size());
   // Each node's ranks consecutive, on every rank (a launcher may deal them round-robin instead).
-  std::int32_t mine = cm.rank() == cm.node() * cm.local_size() + cm.local_rank() ? 1 : 0, all = 0;
-  auto* flag = static_cast<std::int32_t*>(cm.alloc_device(sizeof mine));
-  gnio_test::to_device(flag, &mine, sizeof mine);
-  gnio::allreduce(cm, flag, flag, 1, DataType::I32, RedOp::Min, stream());
-  gnio_test::to_host(&all, flag, sizeof all);
-  cm.free_device(flag);
-  const bool even_nodes =
-      cm.nodes() == 2 && per_node >= 2 && 2 * static_cast<int>(per_node) == cm.size() && all == 1;
+  const bool even_nodes = equal_nodes(true);
   const char* hier = std::getenv("GNIO_COLL_HIER");
   const bool forced_on = hier && std::string(hier) == "on";
   std::size_t wrong = 0, cases = 0;

@@ -9,7 +9,9 @@
 // included, runs a kernel passing put_signals around the ring; the victim dies with its kernel
 // mid-stream), and, when built with collectives, "allreduce" (the victim never joins a host
 // allreduce) and "allreduce_running" (every rank streams allreduces; the victim dies with
-// its calls in flight). Each survivor prints one line
+// its calls in flight), and "first_use" (nobody has used the victim; after its death every
+// survivor's kernel put_signals to it, the first use of that peer, whose connection (opened on
+// first use) cannot be made). Each survivor prints one line
 //
 //   LIVENESS rank=R class=C detect_s=T teardown_s=D status=S failed_rank=F progress=P later=L
 //
@@ -130,14 +132,18 @@ int main(int argc, char** argv) {
     c.copy(c.local(sig), zero, sizeof(zero), *stream);
     c.copy(result, init, sizeof(init), *stream);
     c.synchronize(*stream);
+    // "first_use": no rank may have reached the victim before it dies (the allreduce below would).
+    const bool touch_all = scenario != "first_use";
 #ifdef GNIO_LIVENESS_COLL
     const std::size_t count = kAllreduceCount;
     auto* send = static_cast<float*>(c.alloc_device(count * sizeof(float)));
     auto* recv = static_cast<float*>(c.alloc_device(count * sizeof(float)));
     std::vector<float> ones(count, static_cast<float>(rank + 1));
     c.copy(send, ones.data(), count * sizeof(float), *stream);
-    gnio::allreduce(c, send, recv, count, gnio::DataType::F32, gnio::RedOp::Sum, *stream);
-    c.synchronize(*stream);
+    if (touch_all) {
+      gnio::allreduce(c, send, recv, count, gnio::DataType::F32, gnio::RedOp::Sum, *stream);
+      c.synchronize(*stream);
+    }
 #endif
     c.bootstrap().barrier();
 
@@ -204,6 +210,18 @@ int main(int argc, char** argv) {
         kernel = true;
         gnio::launch(*stream, {.grid = 1, .block = 1},
                      RingOfPutSignals{dc, rma_data, sig + 1, result});
+        c.synchronize(*stream);
+      } else if (scenario == "first_use") {
+        kernel = true;
+        // Past the victim's death, then its first use: the put_signal's connection is refused,
+        // and the wait for a signal nobody sends ends with that failure.
+        std::this_thread::sleep_for(std::chrono::duration<double>(kVictimDelay_s + 0.5));
+        gnio::launch(*stream, {.grid = 1, .block = 1}, [=] GNIO_HD() {
+          dc.put_signal(rma_data + kRmaBytes, dc.local(rma_data), kRmaBytes, sig + 1, 1,
+                        gnio::SignalOp::Add, victim);
+          result[0] = static_cast<std::uint32_t>(dc.wait_signal(sig, gnio::Cmp::Ge, 1));
+          result[1] = static_cast<std::uint32_t>(dc.failed_rank());
+        });
         c.synchronize(*stream);
       } else if (scenario == "barrier") {
         c.bootstrap().barrier();

@@ -10,6 +10,8 @@
 //    leaf reaches every survivor, most of them through relays along the tree; ranks that
 //    disagree on the fan-out are refused at creation;
 //  * a stopped (not killed) rank is found by its missing heartbeats;
+//  * with peer-failure detection off, the first use of a rank that died before it fails with
+//    RemoteError naming that rank (its connection is refused), not a hang;
 //  * gnio-run's exit status is 137 and its message names the killed rank;
 //  * an orderly teardown of 2, 3, 4 and 16 ranks reports nothing.
 // The ranks run on the backend this test is given (GNIO_BACKEND: the host variant in CI,
@@ -66,6 +68,7 @@ struct Scenario {
   bool streams = false;  // the survivors stream work that must have progressed before the death
   int nodes = 1;         // > 1: gnio-run --nodes, the proxy transport (tcp) between them
   int relayed = 0;       // survivors that must have heard of the death through the tree
+  bool refused = false;  // the survivors learn of the death from a refused connection only
 };
 
 /// The backend the ranks run on: this test's own GNIO_BACKEND (set by ctest), host by default.
@@ -147,6 +150,7 @@ void run_kill(Scenario s, const std::vector<std::string>& extra_env = {}) {
   // (from: a connection it opened; to: one this rank opened, which it closed).
   const std::string dropped = "from rank " + std::to_string(s.victim) + " ended";
   const std::string dropped_to = "to rank " + std::to_string(s.victim) + " ended";
+  const std::string refused = "could not connect to rank " + std::to_string(s.victim) + " ";
   int told = 0;
   for (auto& [rank, f] : lines)
     told += f["message"].find("along the ranks' liveness tree") != std::string::npos;
@@ -155,10 +159,14 @@ void run_kill(Scenario s, const std::vector<std::string>& extra_env = {}) {
     SCOPED_TRACE("survivor rank " + std::to_string(rank));
     EXPECT_NE(rank, s.victim) << all;
     EXPECT_EQ(f["class"], "RemoteError") << all;
-    EXPECT_TRUE(f["message"].find(named) != std::string::npos ||
-                (s.nodes > 1 && (f["message"].find(dropped) != std::string::npos ||
-                                 f["message"].find(dropped_to) != std::string::npos)))
-        << f["message"];
+    if (s.refused) {
+      EXPECT_NE(f["message"].find(refused), std::string::npos) << f["message"];
+    } else {
+      EXPECT_TRUE(f["message"].find(named) != std::string::npos ||
+                  (s.nodes > 1 && (f["message"].find(dropped) != std::string::npos ||
+                                   f["message"].find(dropped_to) != std::string::npos)))
+          << f["message"];
+    }
     EXPECT_LT(std::stod(f["detect_s"]), s.detect) << all;
     EXPECT_LT(std::stod(f["teardown_s"]), 5.0) << all;
     EXPECT_EQ(f["later"], "1") << all;
@@ -238,6 +246,19 @@ TEST(PeerFailure, KillWithAllreducesInFlightAcrossNodes) {
   run_kill(s);
 }
 #endif
+
+// Connections on first use (GNIO_NET_CONNECT=lazy): 4 ranks on 4 nodes, none of which used the
+// victim before it died, then put_signal to it. With peer-failure detection off
+// (GNIO_HEARTBEAT_INTERVAL=0) only the refused connection can tell them: each must get
+// RemoteError naming the victim at once, not hang until the wait's deadline (30 s).
+TEST(PeerFailure, FirstUseOfADeadPeerFailsWithRemoteError) {
+  if (backend() != "host") GTEST_SKIP() << "4 simulated nodes need the host backend";
+  if (net_under_test() != "tcp") GTEST_SKIP() << "connections on first use are tcp's";
+  Scenario s{"first_use", 4, 3, true, 3.0};
+  s.nodes = 4;
+  s.refused = true;
+  run_kill(s, {"GNIO_HEARTBEAT_INTERVAL=0", "GNIO_NET_CONNECT=lazy"});
+}
 
 // 16 ranks in a liveness tree of fan-out 2 (rank r's parent is (r - 1) / 2: four levels below
 // rank 0), so that a death reaches most survivors only through relays: an inner rank (1: its
