@@ -19,6 +19,7 @@ FIGURES = [
     ("fds_mean", "file descriptors per rank"),
     ("rss_mib_mean", "resident MiB per rank"),
     ("create_ms", "creation ms (slowest rank)"),
+    ("create_cpu_ms", "creation CPU ms (busiest rank's process)"),
     ("allreduce_us_max", "allreduce 1 KiB us"),
 ]
 PROJECT = [1024, 16384, 65536]
@@ -52,6 +53,8 @@ def main():
            " | log-log slope | fit a + b*N | " + " | ".join(f"N={n}" for n in PROJECT) + " |",
            "|---" * (len(sizes) + 3 + len(PROJECT)) + "|"]
     for key, label in FIGURES:
+        if any(key not in r for r in runs):
+            continue  # a figure older probes did not measure
         ys = [float(r[key]) for r in runs]
         slope = loglog_slope(sizes, ys)
         a, b = line_fit(sizes, ys)

@@ -187,11 +187,16 @@ struct Geometry {
   std::uint64_t pipe_chunk = 0;
 };
 
-Geometry geometry(const CollConfig& c, std::size_t slots) {
+/// How a channel divides its scratch (GNIO_COLL_SCRATCH): half into LL packet slots, one per
+/// rank of the largest node (`node_slots`: LL runs between ranks of one node only), and half
+/// into pipe sub-slots, one set per rank of the job (`slots`): the landing regions of the pipes
+/// to other nodes hold one per rank of the job, so their chunk follows the job's size and the
+/// pipes through peer memory use the same chunk.
+Geometry geometry(const CollConfig& c, std::size_t slots, std::size_t node_slots) {
   Geometry g;
   const std::size_t ll_area = c.scratch / 2, pipe_area = c.scratch - ll_area;
-  g.ll_slot = std::max<std::uint64_t>(kLLUnitBytes,
-                                      (ll_area / (2 * slots)) & ~std::uint64_t{kLLUnitBytes - 1});
+  g.ll_slot = std::max<std::uint64_t>(
+      kLLUnitBytes, (ll_area / (2 * node_slots)) & ~std::uint64_t{kLLUnitBytes - 1});
   g.pipe_chunk = std::max<std::uint64_t>(
       kUnit, (pipe_area / (slots * kCollPipeBlocks * c.depth)) & ~std::uint64_t{kUnit - 1});
   return g;
@@ -220,6 +225,13 @@ bool ranks_consecutive(const std::vector<std::vector<int>>& by_node) {
     for (std::size_t i = 0; i < per_node; ++i)
       if (by_node[m][i] != static_cast<int>(m * per_node + i)) return false;
   return true;
+}
+
+/// Ranks on the job's largest node.
+std::size_t largest_node(const CommServices& core) {
+  std::vector<std::size_t> on_node(static_cast<std::size_t>(core.nodes()), 0);
+  for (int node : core.node_of_rank()) ++on_node[static_cast<std::size_t>(node)];
+  return *std::max_element(on_node.begin(), on_node.end());
 }
 
 /// The world ranks of every node, ascending, when the job has a hierarchy (at least 2 nodes, each
@@ -305,8 +317,9 @@ CollState& state(const CommServices& core) {
 CollChannel create_channel(const CommServices& core, const CollConfig& cfg, std::uint32_t id) {
   std::lock_guard<std::mutex> lock(core.setup_mutex());
   const std::size_t slots = static_cast<std::size_t>(core.size());
+  const std::size_t node_slots = largest_node(core);
   const std::size_t blocks = kCollMaxBlocks, pipe_blocks = kCollPipeBlocks;
-  const Geometry geo = geometry(cfg, slots);
+  const Geometry geo = geometry(cfg, slots, node_slots);
   // Staging also bounds the piece that one oneshot/twoshot kernel moves (the same on every rank):
   // on GPUs 64 MiB pieces keep the per-kernel handshakes under 5 % of a large call (16 MiB pieces
   // cost 20 %, measured on 2 x H200); the host backend keeps shared memory small.
@@ -314,6 +327,7 @@ CollChannel create_channel(const CommServices& core, const CollConfig& cfg, std:
       cfg.staging ? cfg.staging : (core.backend_kind() == Backend::Host ? 16u << 20 : 64u << 20);
   CollChannel ch;
   ch.slots = static_cast<std::uint32_t>(slots);
+  ch.node_slots = static_cast<std::uint32_t>(node_slots);
   ch.max_blocks = kCollMaxBlocks;
   ch.pipe_blocks = kCollPipeBlocks;
   ch.pipe_depth = cfg.depth;
@@ -321,19 +335,21 @@ CollChannel create_channel(const CommServices& core, const CollConfig& cfg, std:
   ch.pipe_chunk = geo.pipe_chunk;
   ch.stage_bytes = staging;
   ch.id = id;
-  // Control words, cleared: epoch, credit, done, head, tail, addr.
-  const std::size_t n8 = slots * sizeof(std::uint64_t);
-  const std::size_t ctl_bytes = 2 * n8 + 64 + 2 * blocks * n8 + kCollAddrWords * blocks * n8;
-  const SymPtr<char> ctl = core.alloc_internal(ctl_bytes);
+  // Control words, cleared: epoch [slots], credit [node_slots], done, head, tail, addr (by
+  // block and node peer).
+  const std::size_t n8 = slots * sizeof(std::uint64_t), l8 = node_slots * sizeof(std::uint64_t);
+  const std::size_t at_done = n8 + l8, at_head = at_done + 64, at_tail = at_head + blocks * l8,
+                    at_addr = at_tail + blocks * l8;
+  const SymPtr<char> ctl = core.alloc_internal(at_addr + kCollAddrWords * blocks * l8);
   ch.epoch = ctl.cast<std::uint64_t>();
   ch.credit = ctl.byte_offset<std::uint64_t>(n8);
-  ch.done = ctl.byte_offset<std::uint32_t>(2 * n8);
-  ch.head = ctl.byte_offset<std::uint64_t>(2 * n8 + 64);
-  ch.tail = ctl.byte_offset<std::uint64_t>(2 * n8 + 64 + blocks * n8);
-  ch.addr = ctl.byte_offset<std::uint64_t>(2 * n8 + 64 + 2 * blocks * n8);
+  ch.done = ctl.byte_offset<std::uint32_t>(at_done);
+  ch.head = ctl.byte_offset<std::uint64_t>(at_head);
+  ch.tail = ctl.byte_offset<std::uint64_t>(at_tail);
+  ch.addr = ctl.byte_offset<std::uint64_t>(at_addr);
   // LL packets, cleared (a stale flag must never match); pipes and staging need no clearing.
-  ch.ll = core.alloc_internal(2 * slots * geo.ll_slot);
-  ch.pipe = core.alloc_internal(slots * pipe_blocks * cfg.depth * geo.pipe_chunk, false);
+  ch.ll = core.alloc_internal(2 * node_slots * geo.ll_slot);
+  ch.pipe = core.alloc_internal(node_slots * pipe_blocks * cfg.depth * geo.pipe_chunk, false);
   if (core.has_network()) {
     // Pipes to other nodes: the same layout as `pipe`, in the proxies' host memory (see
     // CollChannel::land_in); every rank creates its channels in the same order, so the region
@@ -351,9 +367,9 @@ CollChannel create_channel(const CommServices& core, const CollConfig& cfg, std:
   // Every rank's words are clear before any peer can write into them.
   core.barrier();
   GNIO_INFO(Coll,
-            "collective channel %u: %zu ranks, LL slot %llu B, pipe %u x %llu B per peer and "
-            "block, staging 2 x %zu B",
-            id, slots, static_cast<unsigned long long>(geo.ll_slot), cfg.depth,
+            "collective channel %u: %zu ranks (%zu on the largest node), LL slot %llu B, pipe %u "
+            "x %llu B per peer and block, staging 2 x %zu B",
+            id, slots, node_slots, static_cast<unsigned long long>(geo.ll_slot), cfg.depth,
             static_cast<unsigned long long>(geo.pipe_chunk), staging);
   return ch;
 }
@@ -1124,7 +1140,9 @@ CollAlgo coll_algorithm(Comm& comm, CollKind kind, std::size_t count, DataType t
   cc.ll_max = st.cfg.ll_max;
   cc.oneshot_max = st.cfg.oneshot_max;
   cc.remote_oneshot_max = st.cfg.remote_oneshot_max;
-  cc.ch.ll_slot_bytes = detail::geometry(st.cfg, static_cast<std::size_t>(comm.size())).ll_slot;
+  cc.ch.ll_slot_bytes =
+      detail::geometry(st.cfg, static_cast<std::size_t>(comm.size()), detail::largest_node(core))
+          .ll_slot;
   return detail::resolve(st, cc, detail::full_args(comm, r));
 }
 

@@ -109,14 +109,17 @@ inline constexpr std::size_t kCollAddrWords = 4;
 /// One channel of a communicator's collective state: symmetric buffers with the same layout on
 /// every rank ("slots" are indexed by world rank). Filled by gnio::coll_comm().
 struct CollChannel {
-  SymPtr<std::uint64_t> epoch;   ///< [slots] calls made with each node peer (local use)
-  SymPtr<std::uint64_t> credit;  ///< [slots] peer i finished its call number X with this rank
+  // Arrays by peer: [slots] over every rank of the job (world rank), [node_slots] over the
+  // ranks of one node (index on the node): only peers on this node use those, so they grow
+  // with the node, not the job.
+  SymPtr<std::uint64_t> epoch;   ///< [slots] calls made with each peer (local use)
+  SymPtr<std::uint64_t> credit;  ///< [node_slots] peer i finished its call number X with this rank
   SymPtr<std::uint32_t> done;    ///< workers of the current call that finished (local use)
-  SymPtr<std::uint64_t> head;    ///< [max_blocks][slots] progress flags written by senders
-  SymPtr<std::uint64_t> tail;    ///< [max_blocks][slots] consumption flags written by receivers
-  SymPtr<std::uint64_t> addr;    ///< [max_blocks][slots][kCollAddrWords] published by peers
-  SymPtr<char> ll;               ///< [2][slots][ll_slot_bytes] LL packet slots
-  SymPtr<char> pipe;             ///< [slots][pipe_blocks][pipe_depth][pipe_chunk] pipe slots
+  SymPtr<std::uint64_t> head;    ///< [max_blocks][node_slots] progress flags written by senders
+  SymPtr<std::uint64_t> tail;  ///< [max_blocks][node_slots] consumption flags written by receivers
+  SymPtr<std::uint64_t> addr;  ///< [max_blocks][node_slots][kCollAddrWords] published by peers
+  SymPtr<char> ll;             ///< [2][node_slots][ll_slot_bytes] LL packet slots
+  SymPtr<char> pipe;           ///< [node_slots][pipe_blocks][pipe_depth][pipe_chunk] pipe slots
   /// Pipes to and from members on other nodes live in host memory of the proxies: landing region
   /// `landing` (0: the communicator spans one node), the same layout on every rank. `land_in`
   /// (this rank's inbox, which the peers' proxies write and device code here reads over the bus):
@@ -139,8 +142,9 @@ struct CollChannel {
   std::uint32_t pipe_depth = 0;
   std::uint32_t max_blocks = 0;   ///< most workers of a call
   std::uint32_t pipe_blocks = 0;  ///< most workers of a Ring call
-  std::uint32_t slots = 0;
-  std::uint32_t id = 0;  ///< channel number (diagnostics)
+  std::uint32_t slots = 0;        ///< ranks in the job
+  std::uint32_t node_slots = 0;   ///< ranks on the largest node
+  std::uint32_t id = 0;           ///< channel number (diagnostics)
 };
 
 /// Everything one collective call needs (built by CollComm's members and by the host API).

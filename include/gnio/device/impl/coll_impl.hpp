@@ -126,9 +126,13 @@ struct CollCall {
   }
 
   GNIO_HD_INLINE int world(int m) const { return cc.team.world_rank(m); }
-  /// Member m's index in the channel's per-peer arrays (its world rank: every rank of the job,
-  /// whatever node it is on, has its own slot).
+  /// Member m's index in the channel's per-peer arrays that any member may use (epochs, the
+  /// landing pipes' words): its world rank.
   GNIO_HD_INLINE int slot(int m) const { return world(m); }
+  /// Member m's index in the channel's arrays that only members on this node use (head, tail,
+  /// addr, credit, LL packets, pipes through peer memory): its index on the node, so that those
+  /// arrays grow with the ranks of a node, not with the job. Only for members on this node.
+  GNIO_HD_INLINE int node_slot(int m) const { return cc.dc.local_index(world(m)); }
   /// True when member m is on another node (reached through the proxy, not peer memory).
   GNIO_HD_INLINE bool proxied(int m) const { return !cc.dc.is_p2p(world(m)); }
   /// This call's number for the pair (me, m).
@@ -136,9 +140,9 @@ struct CollCall {
   /// Index of this thread among all threads of all workers, and their number.
   GNIO_HD_INLINE std::size_t tid() const { return std::size_t{w} * g.size() + g.rank(); }
   GNIO_HD_INLINE std::size_t nthreads() const { return std::size_t{W} * g.size(); }
-  /// Per-block flag word [w][slot(m)] of `array` (head/tail).
+  /// Per-block flag word [w][node_slot(m)] of `array` (head/tail; m on this node).
   GNIO_HD_INLINE SymPtr<std::uint64_t> flag(SymPtr<std::uint64_t> array, int m) const {
-    return array + static_cast<std::ptrdiff_t>(std::size_t{w} * cc.ch.slots + slot(m));
+    return array + static_cast<std::ptrdiff_t>(std::size_t{w} * cc.ch.node_slots + node_slot(m));
   }
 
   /// Waits until this rank's `word` >= value (acquire); skipped after a failure.
@@ -277,14 +281,15 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
   char* ll_local = c.cc.dc.local(ch.ll);
   auto slot_base = [&](char* area, std::uint64_t e, int s) {
     return reinterpret_cast<std::uint64_t*>(
-        area + ((e & 1) * ch.slots + static_cast<std::uint64_t>(s)) * ch.ll_slot_bytes);
+        area + ((e & 1) * ch.node_slots + static_cast<std::uint64_t>(s)) * ch.ll_slot_bytes);
   };
   // Sends `bytes` of `src` to member m as packets.
   auto send = [&](int m, const char* src, std::size_t bytes) {
     const std::uint64_t e = c.epoch(m);
-    if (e > 2) c.wait_ge(ch.credit + c.slot(m), e - 2, m);  // m is done with this half's last use
-    if (c.st != Status::Ok) return;                         // m may still be reading that half
-    std::uint64_t* dst = slot_base(c.cc.dc.peer_ptr(ch.ll, c.world(m)), e, c.slot(me));
+    if (e > 2)
+      c.wait_ge(ch.credit + c.node_slot(m), e - 2, m);  // m is done with this half's last use
+    if (c.st != Status::Ok) return;                     // m may still be reading that half
+    std::uint64_t* dst = slot_base(c.cc.dc.peer_ptr(ch.ll, c.world(m)), e, c.node_slot(me));
     const std::uint32_t f = ll_flag(e);
     const std::size_t U = units_of(bytes);
     for (std::size_t u = c.tid(); u < U; u += c.nthreads())
@@ -295,7 +300,7 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
     Pack p{0, 0};
     if (c.st != Status::Ok) return p;
     const std::uint64_t e = c.epoch(m);
-    const std::uint64_t* pkt = slot_base(ll_local, e, c.slot(m)) + 4 * u;
+    const std::uint64_t* pkt = slot_base(ll_local, e, c.node_slot(m)) + 4 * u;
     const std::uint32_t f = ll_flag(e);
     std::uint64_t seen = 0;
     if (ll_try_load(pkt, f, &p, &seen)) return p;
@@ -381,10 +386,10 @@ GNIO_HD void direct_exec(CollCall<Coop>& c) {
   c.g.sync();
   for (int k = static_cast<int>(c.g.rank()); k < n; k += static_cast<int>(c.g.size())) {
     if (k == me) continue;
-    std::uint64_t* slot =
-        c.cc.dc.peer_ptr(ch.addr + static_cast<std::ptrdiff_t>(
-                                       kCollAddrWords * (std::size_t{c.w} * ch.slots + c.slot(me))),
-                         c.world(k));
+    std::uint64_t* slot = c.cc.dc.peer_ptr(
+        ch.addr + static_cast<std::ptrdiff_t>(kCollAddrWords *
+                                              (std::size_t{c.w} * ch.node_slots + c.node_slot(me))),
+        c.world(k));
     dev::atomic_store(slot, in_off, dev::Order::Relaxed);
     dev::atomic_store(slot + 1, out_off, dev::Order::Relaxed);
     dev::atomic_store(slot + 2, std::uint64_t{a.in_stride}, dev::Order::Relaxed);
@@ -402,7 +407,7 @@ GNIO_HD void direct_exec(CollCall<Coop>& c) {
   auto published = [&](int m, int word) {
     return dev::atomic_load(
         const_cast<std::uint64_t*>(
-            addr + kCollAddrWords * (std::size_t{c.w} * ch.slots + c.slot(m)) + word),
+            addr + kCollAddrWords * (std::size_t{c.w} * ch.node_slots + c.node_slot(m)) + word),
         dev::Order::Relaxed);
   };
   auto lookup = [&](int m, int which) -> char* {
@@ -609,16 +614,20 @@ struct PipeOut {
   GNIO_HD PipeOut(CollCall<Coop>& call, int dst)
       : c(&call), d(dst), e(call.epoch(dst)), proxied(call.proxied(dst)) {
     const CollChannel& ch = call.cc.ch;
-    const std::uint64_t mine =
-        ((static_cast<std::uint64_t>(call.slot(call.me)) * ch.pipe_blocks + call.w) *
-         ch.pipe_depth) *
-        ch.pipe_chunk;
-    remote = proxied ? mine : ch.pipe.offset + mine;
-    base = proxied ? ch.land_out +
-                         ((static_cast<std::uint64_t>(call.slot(dst)) * ch.pipe_blocks + call.w) *
-                          ch.pipe_depth) *
-                             ch.pipe_chunk
-                   : call.cc.dc.peer_ptr(ch.pipe, call.world(dst)) + mine;
+    // A pipe's sub-slots [peer][worker][depth]: in the landing regions by world rank, in peer
+    // memory by index on the node.
+    const std::uint64_t per_worker = std::uint64_t{ch.pipe_depth} * ch.pipe_chunk;
+    const std::uint64_t per_peer = std::uint64_t{ch.pipe_blocks} * per_worker;
+    const std::uint64_t worker = std::uint64_t{call.w} * per_worker;
+    if (proxied) {
+      remote = static_cast<std::uint64_t>(call.slot(call.me)) * per_peer + worker;
+      base = ch.land_out + static_cast<std::uint64_t>(call.slot(dst)) * per_peer + worker;
+    } else {
+      const std::uint64_t mine =
+          static_cast<std::uint64_t>(call.node_slot(call.me)) * per_peer + worker;
+      remote = ch.pipe.offset + mine;
+      base = call.cc.dc.peer_ptr(ch.pipe, call.world(dst)) + mine;
+    }
     if (proxied) {
       count = call.land_count(false, dst);
       before = *count;
@@ -695,7 +704,10 @@ struct PipeIn {
       : c(&call), s(src), e(call.epoch(src)), proxied(call.proxied(src)) {
     const CollChannel& ch = call.cc.ch;
     const std::uint64_t theirs =
-        ((static_cast<std::uint64_t>(call.slot(src)) * ch.pipe_blocks + call.w) * ch.pipe_depth) *
+        ((static_cast<std::uint64_t>(proxied ? call.slot(src) : call.node_slot(src)) *
+              ch.pipe_blocks +
+          call.w) *
+         ch.pipe_depth) *
         ch.pipe_chunk;
     base = (proxied ? ch.land_in : call.cc.dc.local(ch.pipe)) + theirs;
     if (proxied) {
@@ -1196,8 +1208,8 @@ GNIO_HD void finish(CollCall<Coop>& c) {
         // this call's stores into the peers' memory (the LL packets) to be acknowledged, a
         // round trip over the link on every in-kernel call. CPU threads keep the release
         // (free on x86; on weaker CPUs it orders the reads formally).
-        dev::atomic_store(c.cc.dc.peer_ptr(c.cc.ch.credit + c.slot(c.me), c.world(m)), c.mark(e),
-                          dev::kCreditOrder);
+        dev::atomic_store(c.cc.dc.peer_ptr(c.cc.ch.credit + c.node_slot(c.me), c.world(m)),
+                          c.mark(e), dev::kCreditOrder);
       }
     }
   }
