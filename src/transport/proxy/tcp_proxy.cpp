@@ -361,6 +361,13 @@ bool TcpProxy::sending_socket_closed(const net::TcpMesh::Accepted& c, Frame* bye
   }
 }
 
+void TcpProxy::take_receiving_on(std::vector<std::size_t>& known) {
+  if (receiving_count_.load(std::memory_order_acquire) == known.size()) return;
+  std::lock_guard<std::mutex> lock(receiving_mutex_);
+  known.insert(known.end(), receiving_on_.begin() + static_cast<std::ptrdiff_t>(known.size()),
+               receiving_on_.end());
+}
+
 void TcpProxy::settle_deliveries(int lane) {
   Lane& ln = *lane_[static_cast<std::size_t>(lane)];
   if (ln.delivering.empty()) return;
@@ -368,7 +375,12 @@ void TcpProxy::settle_deliveries(int lane) {
   const std::uint64_t done = ln.inbound ? ln.inbound->completed() : ~std::uint64_t{0};
   bool any = false;
   while (!ln.delivering.empty() && ln.delivering.front().mark <= done) {
-    applied_[at(ln.delivering.front().peer, lane)].fetch_add(1, std::memory_order_release);
+    const std::size_t c = at(ln.delivering.front().peer, lane);
+    if (applied_[c].fetch_add(1, std::memory_order_release) == 0) {
+      std::lock_guard<std::mutex> lock(receiving_mutex_);
+      receiving_on_.push_back(c);
+      receiving_count_.store(receiving_on_.size(), std::memory_order_release);
+    }
     if (stats()) ln.deliver_time.add(Clock::now() - ln.delivering.front().queued);
     ln.delivering.pop_front();
     any = true;

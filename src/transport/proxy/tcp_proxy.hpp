@@ -84,6 +84,9 @@ class TcpProxy final : public Proxy {
   int lane_of(std::uint64_t sig_offset) const;
   /// Index of (peer, lane) in the per-connection arrays (the mesh's layout).
   std::size_t at(int peer, int lane) const { return mesh_.connection(peer, lane); }
+  /// Appends to `known` the connections receiving threads applied a first frame from since it
+  /// was last called with it (the sender's list of connections it owes acks on).
+  void take_receiving_on(std::vector<std::size_t>& known);
   /// Writes `head_bytes` of `head` (a frame, or frames gathered with their data) and then `bytes`
   /// of `data` (read through `staging`) to connection `lane` of `peer`, between the releases
   /// receivers acquire (frames_sending_ before, frames_sent_ after); a failure fails the
@@ -189,6 +192,11 @@ class TcpProxy final : public Proxy {
   std::unique_ptr<std::atomic<std::uint64_t>[]> applied_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> peer_acked_;
   std::unique_ptr<std::atomic<bool>[]> said_bye_;
+  // Connections from which this rank applied a frame, in the order the receiving threads first
+  // did (the sender owes their acks; it reads the list from where it last stopped).
+  std::mutex receiving_mutex_;
+  std::vector<std::size_t> receiving_on_;
+  std::atomic<std::size_t> receiving_count_{0};
   // Per connection: the buffered reader its receiving thread reads every frame through.
   std::vector<std::unique_ptr<net::SocketReader>> readers_;
   // Requests by ticket (sender inserts before sending, receiver takes on the reply) and the

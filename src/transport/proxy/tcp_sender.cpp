@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -88,9 +89,21 @@ class TcpProxy::Sender {
   const std::uint64_t mask_;
   const std::vector<int>& peers_;
   Staging direct_staging_;
+  /// Tickets awaiting the peer's ack on connection `c` (made at its first frame).
+  std::deque<std::uint64_t>& in_flight(std::size_t c);
+  /// True when no ticket awaits an ack on connection `c`.
+  bool none_in_flight(std::size_t c) const { return !in_flight_[c] || in_flight_[c]->empty(); }
+
   std::vector<std::uint64_t> acks_sent_, acks_seen_;  // per connection
-  // Tickets per connection (at(peer, lane)) awaiting the peer's ack.
-  std::vector<std::deque<std::uint64_t>> in_flight_;
+  // Tickets per connection (at(peer, lane)) awaiting the peer's ack, made at the connection's
+  // first frame (an empty deque holds ~600 bytes; most connections of a large job never carry
+  // one), and the connections that have one: the per-turn work follows the peers this rank
+  // talks to, not the job's size.
+  std::vector<std::unique_ptr<std::deque<std::uint64_t>>> in_flight_;
+  std::vector<std::size_t> sending_on_;
+  // Connections whose frames this rank applied (which it owes acks), as the receiving threads
+  // reported them (TcpProxy::receiving_on_).
+  std::vector<std::size_t> receiving_on_;
   // Tickets done_base_.. in order: the acks (or the answer) each still waits for; 0 = done.
   std::deque<std::uint32_t> owed_;
   std::deque<Handed> handed_;  // frames of tickets head_.., in order
@@ -119,8 +132,10 @@ class TcpProxy::Sender {
   std::vector<std::uint64_t> data_sent_;
   // Fault injection (GNIO_NET_BAD_REPLY): replies name a ticket the asker never used.
   const std::uint64_t bad_reply_;
-  // Small frames gathered per peer (lane 0), written together by flush().
+  // Small frames gathered per peer (lane 0), written together by flush(), and the peers that
+  // had some gathered this turn (each may appear more than once).
   std::vector<std::vector<char>> gathered_;
+  std::vector<int> gathered_for_;
 };
 
 TcpProxy::Sender::Sender(TcpProxy& proxy)
@@ -152,7 +167,8 @@ void TcpProxy::Sender::run() {
       busy |= send_replies();
       retire_done();
       // What was gathered this turn goes out now: one write per peer.
-      for (int peer : peers_) (void)flush(peer);
+      for (int peer : gathered_for_) (void)flush(peer);
+      gathered_for_.clear();
     }
     wait_for_work(busy);
   }
@@ -170,7 +186,7 @@ bool TcpProxy::Sender::finish_striped() {
   const std::uint32_t left = striped_.ticket < done_base_ ? 0 : owed_[striped_.ticket - done_base_];
   if (striped_.signal && left == 1) {  // every piece is in place at the target
     if (send_frame(striped_.peer, striped_.signal_frame, nullptr, 0))
-      in_flight_[p_.at(striped_.peer, 0)].push_back(striped_.ticket);
+      in_flight(p_.at(striped_.peer, 0)).push_back(striped_.ticket);
     striped_.active = false;
     return true;
   }
@@ -193,7 +209,7 @@ bool TcpProxy::Sender::take_descriptors() {
     // overtake them (a put, fence(), then a large put to the same place must land in order).
     const bool stripe = peer >= 0 && peer < p_.size_ &&
                         p_.striping(*slot, unanswered_[static_cast<std::size_t>(peer)]);
-    if (stripe && !in_flight_[p_.at(peer, 0)].empty()) break;
+    if (stripe && !none_in_flight(p_.at(peer, 0))) break;
     take(*slot, seen, stripe);
     ++next_;
     busy = true;
@@ -213,7 +229,7 @@ TcpProxy::Sender::Handed TcpProxy::Sender::hand(int lane, int peer, const Frame&
     ln.queued.fetch_add(1, std::memory_order_release);
   }
   ln.wake.notify_one();
-  in_flight_[p_.at(peer, lane)].push_back(next_);
+  in_flight(p_.at(peer, lane)).push_back(next_);
   return h;
 }
 
@@ -289,7 +305,7 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
       owed_.push_back(1);
     } else {
       if (send_frame(peer, f, from, bytes, inline_data || host_source)) {
-        if (!request) in_flight_[p_.at(peer, 0)].push_back(next_);
+        if (!request) in_flight(p_.at(peer, 0)).push_back(next_);
         owed_.push_back(1);
         if (request) {
           ++unanswered_[static_cast<std::size_t>(peer)];
@@ -317,26 +333,34 @@ bool TcpProxy::Sender::advance_head() {
   return true;
 }
 
+std::deque<std::uint64_t>& TcpProxy::Sender::in_flight(std::size_t c) {
+  if (!in_flight_[c]) {
+    in_flight_[c] = std::make_unique<std::deque<std::uint64_t>>();
+    sending_on_.push_back(c);
+  }
+  return *in_flight_[c];
+}
+
 bool TcpProxy::Sender::exchange_acks() {
   bool busy = false;
-  for (int peer : peers_) {
-    for (int lane = 0; lane < p_.lanes_; ++lane) {
-      const std::size_t c = p_.at(peer, lane);
-      const std::uint64_t applied = p_.applied_[c].load(std::memory_order_acquire);
-      if (applied != acks_sent_[c]) {
-        Frame ack{
-            kFrameMagic, kFrameAck, p_.token_, 0, 0, 0, 0, 0, static_cast<std::uint32_t>(lane),
-            applied};
-        if (send_frame(peer, ack, nullptr, 0)) acks_sent_[c] = applied;
-        busy = true;
-      }
-      const std::uint64_t acked = p_.peer_acked_[c].load(std::memory_order_acquire);
-      while (acks_seen_[c] < acked && !in_flight_[c].empty()) {
-        --owed_[in_flight_[c].front() - done_base_];
-        in_flight_[c].pop_front();
-        ++acks_seen_[c];
-        busy = true;
-      }
+  p_.take_receiving_on(receiving_on_);
+  for (std::size_t c : receiving_on_) {
+    const std::uint64_t applied = p_.applied_[c].load(std::memory_order_acquire);
+    if (applied == acks_sent_[c]) continue;
+    const int peer = p_.mesh_.peer_of(c), lane = p_.mesh_.lane_of(c);
+    Frame ack{kFrameMagic, kFrameAck, p_.token_, 0, 0, 0, 0, 0, static_cast<std::uint32_t>(lane),
+              applied};
+    if (send_frame(peer, ack, nullptr, 0)) acks_sent_[c] = applied;
+    busy = true;
+  }
+  for (std::size_t c : sending_on_) {
+    std::deque<std::uint64_t>& tickets = *in_flight_[c];
+    const std::uint64_t acked = p_.peer_acked_[c].load(std::memory_order_acquire);
+    while (acks_seen_[c] < acked && !tickets.empty()) {
+      --owed_[tickets.front() - done_base_];
+      tickets.pop_front();
+      ++acks_seen_[c];
+      busy = true;
     }
   }
   return busy;
@@ -417,6 +441,7 @@ bool TcpProxy::Sender::send_frame(int peer, const Frame& f, const void* data, st
   // had been sent (the ring's head may pass it), and released with the batch.
   if (!cut_after_ && bytes <= kGatherMaxData && (bytes == 0 || host_data || p_.direct_)) {
     std::vector<char>& g = gathered_[static_cast<std::size_t>(peer)];
+    if (g.empty()) gathered_for_.push_back(peer);
     if (g.capacity() < kGatherBytes + sizeof(Frame) + kGatherMaxData)
       g.reserve(kGatherBytes + sizeof(Frame) + kGatherMaxData);
     const char* head = reinterpret_cast<const char*>(&f);

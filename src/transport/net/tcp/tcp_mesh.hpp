@@ -61,6 +61,13 @@ class TcpMesh {
     return static_cast<std::size_t>(peer) * static_cast<std::size_t>(lanes_) +
            static_cast<std::size_t>(lane);
   }
+  /// The peer and the lane of connection index `c` (the inverse of connection()).
+  int peer_of(std::size_t c) const {
+    return static_cast<int>(c / static_cast<std::size_t>(lanes_));
+  }
+  int lane_of(std::size_t c) const {
+    return static_cast<int>(c % static_cast<std::size_t>(lanes_));
+  }
   /// Number of (rank, lane) pairs, local ranks included.
   std::size_t connections() const { return send_.size(); }
 
