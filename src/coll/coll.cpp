@@ -12,9 +12,11 @@
 
 #include "base/fail.hpp"
 #include "coll/coll_kernels.hpp"
+#include "coll/gpu_share.hpp"
 #include "core/comm_services.hpp"
 #include "gnio/config.hpp"
 #include "gnio/log.hpp"
+#include "platform/backend.hpp"
 
 namespace gnio {
 
@@ -272,6 +274,27 @@ Hierarchy make_hierarchy(const CommServices& core) {
   return h;
 }
 
+/// How the job's ranks share GPUs: one allgather of every rank's GPU identity (collective over all
+/// ranks; host-backend ranks have none).
+GpuShare gpu_share(const CommServices& core) {
+  std::vector<platform::GpuIdentity> ids(static_cast<std::size_t>(core.size()));
+  if (core.backend_kind() == Backend::Cuda)
+    ids[static_cast<std::size_t>(core.rank())] =
+        platform::cuda_device_identity(core.backend().device());
+  {
+    std::lock_guard<std::mutex> lock(core.setup_mutex());
+    core.allgather(ids.data(), sizeof(platform::GpuIdentity));
+  }
+  const GpuShare share = share_of(ids);
+  if (share.ranks > 1)
+    GNIO_INFO(
+        Coll,
+        "up to %u ranks share one GPU: each collective kernel's blocks are capped so that all "
+        "of theirs stay resident together (%u SMs per GPU)",
+        share.ranks, share.sm_count);
+  return share;
+}
+
 struct Channel {
   std::uintptr_t key = 0;
   bool host = false;
@@ -300,6 +323,7 @@ class CollState {
   AlgoTable algos;
   std::vector<Channel> channels;
   Hierarchy hier;  // made with the first channel; unchanged after
+  GpuShare gpu;    // likewise
   // GNIO_CHECK: held across one call's exchange, so calls from several threads keep their
   // sequence numbers in the order of their bootstrap exchanges.
   std::mutex check_mu;
@@ -398,7 +422,10 @@ CollChannel channel_for(const CommServices& core, CollState& st, StreamRef strea
   c.key = key;
   c.host = host;
   c.dev = create_channel(core, st.cfg, static_cast<std::uint32_t>(st.channels.size()));
-  if (st.channels.empty()) st.hier = make_hierarchy(core);
+  if (st.channels.empty()) {
+    st.hier = make_hierarchy(core);
+    st.gpu = gpu_share(core);
+  }
   st.channels.push_back(c);
   return c.dev;
 }
@@ -845,6 +872,7 @@ void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team,
 
   CollLaunch l;
   l.cc = cc;
+  l.gpu = st.gpu;
   l.stream = stream;
   if (r.kind == CollKind::AllToAllV) {
     std::uint64_t table[4 * kMaxAlltoallvRanks] = {};

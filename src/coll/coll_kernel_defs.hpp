@@ -2,11 +2,14 @@
 // units only (coll_kernels.cu.in): everything here instantiates device code.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
 #include "coll/coll_kernels.hpp"
 #include "gnio/device/coop.hpp"
+#include "gnio/log.hpp"
 
 namespace gnio::detail {
 
@@ -71,10 +74,32 @@ unsigned max_block_threads() {
   }();
   return v;
 }
+
+/// How many blocks of kernel F with `block` threads one SM of this device keeps resident (F's
+/// registers and shared memory decide), queried once per block size; at least 1.
+template <class F>
+unsigned resident_blocks_per_sm(unsigned block, std::size_t shared_bytes) {
+  static std::atomic<int> known[33];  // by block / 32; 0: not asked yet
+  const unsigned at = std::min(block / 32, 32u);
+  int n = known[at].load(std::memory_order_relaxed);
+  if (n == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_entry<F>, static_cast<int>(block),
+                                                      shared_bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 1;
+    }
+    n = std::max(n, 1);
+    known[at].store(n, std::memory_order_relaxed);
+  }
+  return static_cast<unsigned>(n);
+}
 #endif
 
-/// The launch shape for kernel F: threads per block clamped to what F can run with. (Only the
-/// number of blocks must agree between ranks; threads per block are this rank's business.)
+/// The launch shape for kernel F: threads per block clamped to what F can run with, and on a GPU
+/// several ranks share, blocks capped so that all their grids are resident together (GpuShare).
+/// Only the number of blocks must agree between ranks: the cap depends on F, its threads, the
+/// job's GPUs and how many share one, all the same on every rank; threads per block are this
+/// rank's business.
 template <class F>
 inline LaunchDims dims_for_kernel(const CollLaunch& l) {
   LaunchDims d = l.dims;
@@ -82,6 +107,15 @@ inline LaunchDims dims_for_kernel(const CollLaunch& l) {
   if (!l.stream.is_host()) {
     const unsigned most = max_block_threads<F>();
     if (most >= 32 && d.block > most) d.block = most;
+    if (l.gpu.ranks > 1) {
+      const unsigned limit = resident_grid_limit(
+          l.gpu, l.gpu.same_gpus ? resident_blocks_per_sm<F>(d.block, d.shared_bytes) : 1);
+      if (d.grid > limit) {
+        GNIO_TRACE(Coll, "  %u blocks of %u threads capped at %u: %u ranks share a GPU", d.grid,
+                   d.block, limit, l.gpu.ranks);
+        d.grid = limit;
+      }
+    }
   }
 #endif
   return d;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "coll/gpu_share.hpp"
 #include "gnio/device/coll.hpp"
 #include "gnio/device/coll_types.hpp"
 #include "gnio/launch.hpp"
@@ -27,6 +28,7 @@ struct CollLaunch {
   CollComm cc;
   CollArgs args;  ///< algo resolved (never Auto); op: the reducing kinds' operator
   LaunchDims dims;
+  GpuShare gpu;
   StreamRef stream{static_cast<CUstream_st*>(nullptr)};
   /// Alltoallv: send counts, send displs, recv counts, recv displs (elements), kMaxAlltoallvRanks
   /// entries each, packed at [0, 4 * team size).

@@ -5,6 +5,7 @@
 // devices.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -39,6 +40,18 @@ using gnio::CudaVersions;
 /// Every visible GPU; empty without a driver or a GPU (never throws for that, never prints).
 /// A property that cannot be read keeps its default value.
 std::vector<CudaDeviceInfo> cuda_devices();
+
+/// What ranks compare to learn whether they share a GPU, and the figures that bound how many blocks
+/// stay resident on it: the UUID is the same in every process that sees the GPU (whatever its
+/// CUDA_VISIBLE_DEVICES ordinal) and differs between GPUs and MIG instances on any machine.
+struct GpuIdentity {
+  std::array<unsigned char, 16> uuid{};  ///< all zeros: unknown (or no GPU)
+  int sm_count = 0;
+  int compute_capability = 0;  ///< major * 10 + minor
+};
+
+/// The identity of visible GPU `ordinal`; all zeros when it cannot be read. Never throws.
+GpuIdentity cuda_device_identity(int ordinal) noexcept;
 
 /// The driver and runtime versions (zeros where unknown). Never throws.
 CudaVersions cuda_versions() noexcept;

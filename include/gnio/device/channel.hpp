@@ -146,19 +146,37 @@ GNIO_HD_INLINE std::uint32_t flag_seq(std::uint64_t flag) {
   return static_cast<std::uint32_t>(flag >> 32);
 }
 
+/// Cells one member handles together: their loads are issued back to back, so a batch costs one
+/// memory round trip instead of one per cell (a message of 16 KiB is 16 cells per thread of a
+/// block of 256).
+inline constexpr std::uint64_t kPacketBatch = 8;
+
+/// The packet cell carrying data bytes [4 i, 4 i + 4) of `bytes` from `src`, with `seq`.
+GNIO_HD_INLINE std::uint64_t packet_cell(const char* src, std::uint64_t bytes, std::uint64_t i,
+                                         std::uint32_t seq) {
+  std::uint32_t word = 0;
+  const std::uint64_t at = 4 * i;
+  copy_bytes(&word, src + at, bytes - at < 4 ? bytes - at : 4);
+  return (static_cast<std::uint64_t>(seq) << 32) | word;
+}
+
 /// This member's share of a slot's packets: cells g.rank(), g.rank() + g.size(), ... of the
-/// `bytes` at `src`, stored into `cells` (the receiver's, through peer memory).
+/// `bytes` at `src`, stored into `cells` (the receiver's, through peer memory). The source words
+/// of a batch are all read before its first store.
 template <class Coop>
 GNIO_HD_INLINE void store_packets(std::uint64_t* cells, const char* src, std::uint64_t bytes,
                                   std::uint32_t seq, const Coop& g) {
-  const std::uint64_t count = (bytes + 3) / 4;
-  for (std::uint64_t i = g.rank(); i < count; i += g.size()) {
-    std::uint32_t word = 0;
-    const std::uint64_t at = 4 * i;
-    copy_bytes(&word, src + at, bytes - at < 4 ? bytes - at : 4);
-    dev::atomic_store(cells + i, (static_cast<std::uint64_t>(seq) << 32) | word,
-                      dev::Order::Relaxed);
+  const std::uint64_t count = (bytes + 3) / 4, step = g.size();
+  std::uint64_t i = g.rank();
+  for (; i + (kPacketBatch - 1) * step < count; i += kPacketBatch * step) {
+    std::uint64_t batch[kPacketBatch];
+    for (std::uint64_t k = 0; k < kPacketBatch; ++k)
+      batch[k] = packet_cell(src, bytes, i + k * step, seq);
+    for (std::uint64_t k = 0; k < kPacketBatch; ++k)
+      dev::atomic_store(cells + i + k * step, batch[k], dev::Order::Relaxed);
   }
+  for (; i < count; i += step)
+    dev::atomic_store(cells + i, packet_cell(src, bytes, i, seq), dev::Order::Relaxed);
 }
 
 /// This member's wait (bounded, with `order`) until the word at `w` (heap offset `offset`) carries
@@ -181,22 +199,37 @@ GNIO_HD inline Status wait_seq(const DeviceComm& dc, const std::uint64_t* w, std
 }
 
 /// This member's share of a slot's packets, received: waits (bounded) for each of its cells to
-/// carry `seq`, then copies its data bytes to `dst`. No group barrier.
+/// carry `seq`, then copies its data bytes to `dst`. No group barrier. A batch's cells are all
+/// loaded before the first is checked; only those that had not arrived yet are waited for.
 template <class Coop>
 GNIO_HD Status take_packets(const DeviceComm& dc, const std::uint64_t* cells,
                             std::uint64_t cells_offset, char* dst, std::uint64_t bytes,
                             std::uint32_t seq, const char* op, int peer, CallSite site,
                             const Coop& g) {
-  const std::uint64_t count = (bytes + 3) / 4;
-  for (std::uint64_t i = g.rank(); i < count; i += g.size()) {
-    std::uint64_t cell = 0;
-    const Status st = wait_seq(dc, cells + i, cells_offset + 8 * i, seq, dev::Order::Relaxed, op,
-                               peer, site, &cell);
-    if (st != Status::Ok) return st;
+  const std::uint64_t count = (bytes + 3) / 4, step = g.size();
+  auto take = [&](std::uint64_t i, std::uint64_t cell) {
+    if (flag_seq(cell) != seq) {
+      const Status st = wait_seq(dc, cells + i, cells_offset + 8 * i, seq, dev::Order::Relaxed, op,
+                                 peer, site, &cell);
+      if (st != Status::Ok) return st;
+    }
     const std::uint32_t word = static_cast<std::uint32_t>(cell);
     const std::uint64_t at = 4 * i;
     copy_bytes(dst + at, &word, bytes - at < 4 ? bytes - at : 4);
+    return Status::Ok;
+  };
+  std::uint64_t i = g.rank();
+  for (; i + (kPacketBatch - 1) * step < count; i += kPacketBatch * step) {
+    std::uint64_t batch[kPacketBatch];
+    for (std::uint64_t k = 0; k < kPacketBatch; ++k)
+      batch[k] = dev::atomic_load(cells + i + k * step, dev::Order::Relaxed);
+    for (std::uint64_t k = 0; k < kPacketBatch; ++k)
+      if (const Status st = take(i + k * step, batch[k]); st != Status::Ok) return st;
   }
+  for (; i < count; i += step)
+    if (const Status st = take(i, dev::atomic_load(cells + i, dev::Order::Relaxed));
+        st != Status::Ok)
+      return st;
   return Status::Ok;
 }
 

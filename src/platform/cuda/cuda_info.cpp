@@ -1,10 +1,9 @@
-#include "platform/gpu_info.hpp"
-
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "platform/backend.hpp"
 #include "platform/cuda/cuda_driver.hpp"
+#include "platform/gpu_info.hpp"
 
 namespace gnio::platform {
 namespace {
@@ -69,6 +68,17 @@ std::vector<CudaDeviceInfo> cuda_devices() {
     out.push_back(std::move(info));
   }
   return out;
+}
+
+GpuIdentity cuda_device_identity(int ordinal) noexcept {
+  GpuIdentity id;
+  cudaDeviceProp prop{};
+  if (!ok(cudaGetDeviceProperties(&prop, ordinal))) return id;
+  for (std::size_t i = 0; i < id.uuid.size(); ++i)
+    id.uuid[i] = static_cast<unsigned char>(prop.uuid.bytes[i]);
+  id.sm_count = prop.multiProcessorCount;
+  id.compute_capability = prop.major * 10 + prop.minor;
+  return id;
 }
 
 CudaVersions cuda_versions() noexcept {

@@ -9,8 +9,12 @@ std::unique_ptr<Backend> make_cuda_backend(int) {
        "this gnio was built without the cuda backend (GNIO_CUDA=OFF or no nvcc at configure "
        "time); rebuild with -DGNIO_CUDA=ON or use GNIO_BACKEND=host");
 }
-int cuda_device_count() noexcept { return 0; }
-bool cuda_backend_compiled() noexcept { return false; }
+int cuda_device_count() noexcept {
+  return 0;
+}
+bool cuda_backend_compiled() noexcept {
+  return false;
+}
 
 }  // namespace gnio::platform
 
@@ -23,6 +27,13 @@ namespace gnio::detail {
 #include "platform/gpu_info.hpp"
 
 namespace gnio::platform {
-std::vector<CudaDeviceInfo> cuda_devices() { return {}; }
-CudaVersions cuda_versions() noexcept { return {}; }
+std::vector<CudaDeviceInfo> cuda_devices() {
+  return {};
+}
+GpuIdentity cuda_device_identity(int) noexcept {
+  return {};
+}
+CudaVersions cuda_versions() noexcept {
+  return {};
+}
 }  // namespace gnio::platform
