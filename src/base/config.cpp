@@ -197,8 +197,9 @@ constexpr ConfigVar kVars[] = {
      "GNIO_COLL_HIER=auto: smallest allreduce (bytes per rank) or allgather (bytes of its output) "
      "that runs hierarchically"},
     {"GNIO_COLL_BLOCKS", ConfigType::Int, "0",
-     "blocks per collective kernel (1..256, ring at most 16); 0 = by algorithm and size (ll at "
-     "most 64, oneshot/twoshot at most 128)"},
+     "blocks per collective kernel (1..256, ring at most 16; taken as given, also on a GPU several "
+     "ranks share); 0 = by algorithm and size (ll at most 64, oneshot/twoshot at most 128), capped "
+     "so that the grids of ranks sharing a GPU are resident together"},
     {"GNIO_COLL_THREADS", ConfigType::Int, "0",
      "threads per block of collective kernels (multiple of 32; GPUs: at most what the kernels' "
      "registers allow); 0 = on GPUs 256, or 1024 once a rank moves 16 MiB; 4 on the host backend"},

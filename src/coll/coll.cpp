@@ -872,7 +872,7 @@ void enqueue(Comm& comm, CollState& st, const CollChannel& ch, const Team& team,
 
   CollLaunch l;
   l.cc = cc;
-  l.gpu = st.gpu;
+  l.gpu = st.cfg.blocks ? GpuShare{} : st.gpu;  // GNIO_COLL_BLOCKS is taken as given
   l.stream = stream;
   if (r.kind == CollKind::AllToAllV) {
     std::uint64_t table[4 * kMaxAlltoallvRanks] = {};

@@ -146,49 +146,19 @@ GNIO_HD_INLINE std::uint32_t flag_seq(std::uint64_t flag) {
   return static_cast<std::uint32_t>(flag >> 32);
 }
 
-/// Cells one member handles together: their loads are issued back to back, so a batch costs one
-/// memory round trip instead of one per cell (a message of 16 KiB is 16 cells per thread of a
-/// block of 256).
-inline constexpr std::uint64_t kPacketBatch = 8;
-
-/// Data bytes [4 i, 4 i + 4) of `bytes` from `src`: what packet cell i carries.
-GNIO_HD_INLINE std::uint32_t packet_word(const char* src, std::uint64_t bytes, std::uint64_t i) {
-  std::uint32_t word = 0;
-  const std::uint64_t at = 4 * i;
-  copy_bytes(&word, src + at, bytes - at < 4 ? bytes - at : 4);
-  return word;
-}
-
-/// A packet cell: a data word with the slot's sequence number.
-GNIO_HD_INLINE std::uint64_t packet_cell(std::uint32_t word, std::uint32_t seq) {
-  return (static_cast<std::uint64_t>(seq) << 32) | word;
-}
-
-/// Cells from, from + g.size(), ... of the `bytes` at `src`, stored into `cells` (the
-/// receiver's, through peer memory). The source words of a batch are all read before its first
-/// store.
-template <class Coop>
-GNIO_HD_INLINE void store_packets_from(std::uint64_t* cells, const char* src, std::uint64_t bytes,
-                                       std::uint32_t seq, const Coop& g, std::uint64_t from) {
-  const std::uint64_t count = (bytes + 3) / 4, step = g.size();
-  std::uint64_t i = from;
-  for (; i + (kPacketBatch - 1) * step < count; i += kPacketBatch * step) {
-    std::uint32_t batch[kPacketBatch];
-    for (std::uint64_t k = 0; k < kPacketBatch; ++k)
-      batch[k] = packet_word(src, bytes, i + k * step);
-    for (std::uint64_t k = 0; k < kPacketBatch; ++k)
-      dev::atomic_store(cells + i + k * step, packet_cell(batch[k], seq), dev::Order::Relaxed);
-  }
-  for (; i < count; i += step)
-    dev::atomic_store(cells + i, packet_cell(packet_word(src, bytes, i), seq), dev::Order::Relaxed);
-}
-
 /// This member's share of a slot's packets: cells g.rank(), g.rank() + g.size(), ... of the
 /// `bytes` at `src`, stored into `cells` (the receiver's, through peer memory).
 template <class Coop>
 GNIO_HD_INLINE void store_packets(std::uint64_t* cells, const char* src, std::uint64_t bytes,
                                   std::uint32_t seq, const Coop& g) {
-  store_packets_from(cells, src, bytes, seq, g, g.rank());
+  const std::uint64_t count = (bytes + 3) / 4;
+  for (std::uint64_t i = g.rank(); i < count; i += g.size()) {
+    std::uint32_t word = 0;
+    const std::uint64_t at = 4 * i;
+    copy_bytes(&word, src + at, bytes - at < 4 ? bytes - at : 4);
+    dev::atomic_store(cells + i, (static_cast<std::uint64_t>(seq) << 32) | word,
+                      dev::Order::Relaxed);
+  }
 }
 
 /// This member's wait (bounded, with `order`) until the word at `w` (heap offset `offset`) carries
@@ -211,50 +181,21 @@ GNIO_HD inline Status wait_seq(const DeviceComm& dc, const std::uint64_t* w, std
 }
 
 /// This member's share of a slot's packets, received: waits (bounded) for each of its cells to
-/// carry `seq`, then copies its data bytes to `dst`. No group barrier. The member's cells go in
-/// batches of kPacketBatch: every poll loads all of a batch's cells that have not arrived yet
-/// together, so a batch costs one memory round trip after its data lands, not one per cell.
+/// carry `seq`, then copies its data bytes to `dst`. No group barrier.
 template <class Coop>
 GNIO_HD Status take_packets(const DeviceComm& dc, const std::uint64_t* cells,
                             std::uint64_t cells_offset, char* dst, std::uint64_t bytes,
                             std::uint32_t seq, const char* op, int peer, CallSite site,
-                            const Coop& g, std::uint64_t first_cell = 0) {
-  const std::uint64_t count = (bytes + 3) / 4, step = g.size();
-  for (std::uint64_t first = g.rank(); first < count; first += kPacketBatch * step) {
-    const std::uint64_t in_batch = (count - first + step - 1) / step < kPacketBatch
-                                       ? (count - first + step - 1) / step
-                                       : kPacketBatch;
-    std::uint64_t batch[kPacketBatch];
-    unsigned missing = 0;  // bit k: cell first + k * step has not arrived
-    // The member's first cell may have come with the flag (wait_flag_and_cell).
-    const bool have_first = first == g.rank() && flag_seq(first_cell) == seq;
-    for (std::uint64_t k = have_first ? 1 : 0; k < in_batch; ++k)
-      batch[k] = dev::atomic_load(cells + first + k * step, dev::Order::Relaxed);
-    if (have_first) batch[0] = first_cell;
-    for (std::uint64_t k = 0; k < in_batch; ++k)
-      if (flag_seq(batch[k]) != seq) missing |= 1u << k;
-    if (missing != 0) {
-      // A stall names the batch's first missing cell.
-      std::uint64_t oldest = 0;
-      while (((missing >> oldest) & 1u) == 0) ++oldest;
-      const Status st = dc.wait_until(
-          [&](std::uint64_t& now) {
-            for (std::uint64_t k = 0; k < in_batch; ++k)
-              if ((missing >> k) & 1u)
-                batch[k] = dev::atomic_load(cells + first + k * step, dev::Order::Relaxed);
-            for (std::uint64_t k = 0; k < in_batch; ++k)
-              if (((missing >> k) & 1u) && flag_seq(batch[k]) == seq) missing &= ~(1u << k);
-            now = flag_seq(batch[oldest]);
-            return missing == 0;
-          },
-          op, peer, cells_offset + 8 * (first + oldest * step), Cmp::Eq, seq, site);
-      if (st != Status::Ok) return st;
-    }
-    for (std::uint64_t k = 0; k < in_batch; ++k) {
-      const std::uint32_t word = static_cast<std::uint32_t>(batch[k]);
-      const std::uint64_t at = 4 * (first + k * step);
-      copy_bytes(dst + at, &word, bytes - at < 4 ? bytes - at : 4);
-    }
+                            const Coop& g) {
+  const std::uint64_t count = (bytes + 3) / 4;
+  for (std::uint64_t i = g.rank(); i < count; i += g.size()) {
+    std::uint64_t cell = 0;
+    const Status st = wait_seq(dc, cells + i, cells_offset + 8 * i, seq, dev::Order::Relaxed, op,
+                               peer, site, &cell);
+    if (st != Status::Ok) return st;
+    const std::uint32_t word = static_cast<std::uint32_t>(cell);
+    const std::uint64_t at = 4 * i;
+    copy_bytes(dst + at, &word, bytes - at < 4 ? bytes - at : 4);
   }
   return Status::Ok;
 }
@@ -295,81 +236,6 @@ GNIO_HD Status wait_flag(const DeviceComm& dc, SymPtr<std::uint64_t> word, std::
   return dc.group_status<Coop>(wait_flag_member(dc, word, seq, op, peer, site, flag));
 }
 
-/// wait_flag() that, when `cell` is not null, also loads `*cell` with every poll (this member's
-/// first packet cell of the slot), issued before the flag's load so both are in flight at once:
-/// a packet slot's first cells then come with the flag instead of one round trip after it.
-/// `*first_cell` gets the last value loaded (a cell proves itself: take_packets checks its
-/// sequence number).
-template <class Coop>
-GNIO_HD Status wait_flag_and_cell(const DeviceComm& dc, SymPtr<std::uint64_t> word,
-                                  const std::uint64_t* cell, std::uint32_t seq, const char* op,
-                                  int peer, CallSite site, std::uint64_t* flag,
-                                  std::uint64_t* first_cell) {
-  if (cell == nullptr) return wait_flag<Coop>(dc, word, seq, op, peer, site, flag);
-  const std::uint64_t* w = dc.local(word);
-  std::uint64_t seen_cell = dev::atomic_load(cell, dev::Order::Relaxed);
-  std::uint64_t last = dev::atomic_load(w, dev::Order::Acquire);
-  Status st = Status::Ok;
-  if (flag_seq(last) != seq)
-    st = dc.wait_until(
-        [&](std::uint64_t& now) {
-          seen_cell = dev::atomic_load(cell, dev::Order::Relaxed);
-          last = dev::atomic_load(w, dev::Order::Acquire);
-          now = flag_seq(last);
-          return flag_seq(last) == seq;
-        },
-        op, peer, word.offset, Cmp::Eq, seq, site);
-  *flag = last;
-  *first_cell = seen_cell;
-  return dc.group_status<Coop>(st);
-}
-
-/// send() of a message that fits one packet slot (the common small message over peer memory):
-/// this member's first source words, the counter and the credit are loaded together, one memory
-/// round trip for all three instead of the counter's before the source's.
-template <class Coop>
-GNIO_HD Status send_packet_slot(const Channel& ch, const char* src, std::uint64_t bytes,
-                                const Coop& g, CallSite site) {
-  const DeviceChannels& s = *ch.set;
-  const DeviceComm& dc = s.comm;
-  const std::uint64_t mine = pair_index(ch, ch.peer);
-  const std::uint64_t theirs = pair_index(ch, dc.rank());
-  std::uint64_t* sent = dc.local(s.sent + mine);
-  g.sync();  // every member's writes of the source come first (as in every group operation)
-  const std::uint64_t count = (bytes + 3) / 4, step = g.size(), member = g.rank();
-  std::uint32_t words[kPacketBatch];
-  for (std::uint64_t k = 0; k < kPacketBatch; ++k)
-    if (member + k * step < count) words[k] = packet_word(src, bytes, member + k * step);
-  const std::uint64_t n = dev::atomic_load(sent, dev::Order::Relaxed);
-  std::uint64_t credited = dev::atomic_load(dc.local(s.credits + mine), dev::Order::Acquire);
-  // The slot is free once the receiver consumed the message `depth` before this one (as in
-  // send()).
-  if (n + 1 > s.depth) {
-    const std::uint64_t needed = n + 1 - s.depth;
-    Status st = Status::Ok;
-    if (credited < needed)
-      st =
-          wait_word_member(dc, s.credits + mine, needed, "send (credit)", ch.peer, site, &credited);
-    st = dc.group_status<Coop>(st);
-    if (st != Status::Ok) return st;
-  }
-  const std::uint64_t slot = theirs * s.depth + ring_slot(s, n);
-  const std::uint32_t seq = slot_seq(n);
-  std::uint64_t* cells = dc.peer_ptr(s.ll + slot * s.ll_cells, ch.peer);
-  for (std::uint64_t k = 0; k < kPacketBatch; ++k)
-    if (member + k * step < count)
-      dev::atomic_store(cells + member + k * step, packet_cell(words[k], seq), dev::Order::Relaxed);
-  store_packets_from(cells, src, bytes, seq, g, member + kPacketBatch * step);
-  // No fence: the cells carry their own arrival; the flag only says which kind of slot came.
-  if (g.leader())
-    dev::atomic_store(dc.peer_ptr(s.flags + slot, ch.peer),
-                      (static_cast<std::uint64_t>(seq) << 32) | bytes, dev::Order::Relaxed);
-  g.sync();  // every member read the counter before the leader moves it
-  if (g.leader()) dev::atomic_store(sent, n + 1, dev::Order::Relaxed);
-  g.sync();  // the group's next send reads the new count
-  return Status::Ok;
-}
-
 }  // namespace detail
 
 /// Sends `bytes` from `src` (memory this rank's threads can read; through the proxy, more than
@@ -386,8 +252,6 @@ GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallS
   const std::uint64_t theirs = detail::pair_index(ch, me);     // my pair in the peer's arrays
   std::uint64_t* sent = dc.local(s.sent + mine);
   const char* from = static_cast<const char*>(src);
-  if (bytes > 0 && bytes <= s.max_message && detail::travels_as_packets(s, ch.peer, bytes, false))
-    return detail::send_packet_slot(ch, from, bytes, g, site);
   std::size_t at = 0;
   // The counter and the credit are loaded back to back, so both round trips overlap; only a full
   // ring (rare) then waits for a newer credit.
@@ -440,8 +304,7 @@ namespace detail {
 /// `dst` up to `max_bytes`; consumes every slot of it and credits the sender.
 template <class Coop>
 GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t flag, void* dst,
-                              std::size_t max_bytes, const char* op, CallSite site,
-                              std::uint64_t first_cell = 0) {
+                              std::size_t max_bytes, const char* op, CallSite site) {
   const DeviceChannels& s = *ch.set;
   const DeviceComm& dc = s.comm;
   const Coop g{};
@@ -468,7 +331,7 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
       // Every member waits for its own cells (the barrier below makes the group agree).
       const SymPtr<std::uint64_t> cells = s.ll + slot * s.ll_cells;
       st = take_packets(dc, dc.local(cells), cells.offset, to + r.bytes, piece, slot_seq(n), op,
-                        ch.peer, site, g, r.bytes == 0 ? first_cell : 0);
+                        ch.peer, site, g);
     } else if (piece > 0) {
       group_copy(to + r.bytes, dc.local(s.rings.byte_offset(slot * s.slot_bytes)), piece, g);
     }
@@ -536,17 +399,9 @@ GNIO_HD Received receive(const Channel& ch, void* dst, std::size_t max_bytes, bo
   const std::uint32_t first = slot_seq(n);  // the sequence number of message n's first slot
   // A slot's flag changes only after this receiver credits the slot, so every member that saw
   // the message holds the same flag value.
-  std::uint64_t flag = 0, first_cell = 0;
+  std::uint64_t flag = 0;
   if (wait) {
-    // Over peer memory the first slot may be packets: this member's first cell is polled with
-    // the flag.
-    const std::uint64_t member = static_cast<std::uint64_t>(Coop{}.rank());
-    const std::uint64_t* cell =
-        s.ll_max > 0 && member < s.ll_cells && dc.is_p2p(ch.peer)
-            ? dc.local(s.ll + (pair * s.depth + ring_slot(s, n)) * s.ll_cells) + member
-            : nullptr;
-    r.status =
-        wait_flag_and_cell<Coop>(dc, flag_word, cell, first, op, ch.peer, site, &flag, &first_cell);
+    r.status = wait_flag<Coop>(dc, flag_word, first, op, ch.peer, site, &flag);
     if (r.status != Status::Ok) return r;
   } else {
     flag = dev::atomic_load(dc.local(flag_word), dev::Order::Acquire);
@@ -556,7 +411,7 @@ GNIO_HD Received receive(const Channel& ch, void* dst, std::size_t max_bytes, bo
     if (!Coop{}.any(flag_seq(flag) == first)) return r;
     if (flag_seq(flag) != first) flag = dev::atomic_load(dc.local(flag_word), dev::Order::Acquire);
   }
-  return take_message<Coop>(ch, n, flag, dst, max_bytes, op, site, first_cell);
+  return take_message<Coop>(ch, n, flag, dst, max_bytes, op, site);
 }
 
 }  // namespace detail
