@@ -4,7 +4,8 @@ and projects them to large jobs.
 
 For each figure: the log-log slope over the measured sizes (1 = grows like N, 0 = constant) and a
 straight-line fit y = a + b*N, whose values at 1 k, 16 k and 64 k ranks are the projection (only
-meaningful where the slope says the figure is linear in N; a figure that grows faster is marked).
+meaningful where the slope says the figure is linear in N; a figure that grows faster is marked);
+and creation time over N log2 N (a slope <= 0 there: creation grows no faster than N log N).
 
   bench/scale-fit.py OUT/scale-*.json [--markdown FILE]
 """
@@ -62,6 +63,12 @@ def main():
         proj = [f"{a + b * n:.4g}{note}" for n in PROJECT]
         out.append(f"| {label} | " + " | ".join(f"{y:.4g}" for y in ys) +
                    f" | {slope:.2f} | {a:.3g} + {b:.3g}*N | " + " | ".join(proj) + " |")
+    # Issue 30's bar for creation: growing no faster than N log N, i.e. this ratio not growing.
+    if all("create_ms" in r for r in runs):
+        ratios = [float(r["create_ms"]) / (n * math.log2(n)) for r, n in zip(runs, sizes)]
+        out.append("| creation ms / (N log2 N) | " + " | ".join(f"{q:.3g}" for q in ratios) +
+                   f" | {loglog_slope(sizes, ratios):.2f} | | " + " | ".join("" for _ in PROJECT) +
+                   " |")
     nodes = ", ".join(f"{r['ranks']}:{r['nodes']}" for r in runs)
     text = (f"ranks:nodes measured: {nodes}; backend {runs[0]['backend']}; "
             f"wrong allreduce elements: {sum(r['wrong'] for r in runs):.0f}\n\n" + "\n".join(out) +
