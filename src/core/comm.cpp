@@ -92,6 +92,15 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   const int rank = bootstrap->rank();
   const int size = bootstrap->size();
   set_log_rank(rank);
+  // Milliseconds each step of creation took (logged at the end: how creation grows with the job).
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point step_start = Clock::now();
+  auto lap = [&step_start] {
+    const Clock::time_point now = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - step_start).count();
+    step_start = now;
+    return ms;
+  };
   timeout_s = config_seconds("GNIO_TIMEOUT");
   flight_dir = config_text("GNIO_FLIGHT_RECORDER_DIR");
 
@@ -106,6 +115,7 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   mine.backend = static_cast<std::int32_t>(backend_kind);
   mine.heap_id = static_cast<std::uint32_t>(std::random_device{}()) | 1u;
   bootstrap->allgather(cards.data(), sizeof(RankCard));
+  const double cards_ms = lap();
   heap_id = cards[0].heap_id;
   std::vector<std::string> node_names;
   node_of_rank.resize(size);
@@ -150,6 +160,7 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
   }
   backend->create_stream(&cuda_stream, &host_stream);
   control = static_cast<DeviceControl*>(backend->alloc_host_mapped(sizeof(DeviceControl)));
+  const double backend_ms = lap();
 
   // The symmetric heap, mapped by every rank of the node.
   // Each communicator gets its own fd-exchange namespace (abstract sockets are named by token), so
@@ -161,21 +172,26 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
                 config_size("GNIO_HEAP_MAX"), config_text("GNIO_MEM_MAP")};
   GNIO_REQUIRE(hc.chunk > 0, "GNIO_HEAP_CHUNK must be positive");
   heap = std::make_unique<SymmetricHeap>(*backend, *bootstrap, *fds, node_ranks, local_rank, hc);
+  const double heap_ms = lap();
 
   // Internal tables: the node-local index of every rank (only read when node ranks are not
   // contiguous), and the world and node teams.
   std::vector<std::int16_t> local_index(size, -1);
   for (std::size_t i = 0; i < node_ranks.size(); ++i)
     local_index[node_ranks[i]] = static_cast<std::int16_t>(i);
-  local_index_table = alloc_internal(sizeof(std::int16_t) * size).cast<std::int16_t>();
+  // Both in one allocation (each is an allgather over the job): the stall claim word, then the
+  // table.
+  const SymPtr<char> tables = alloc_internal(8 + sizeof(std::int16_t) * size);
+  stall_claim = tables.cast<std::uint32_t>();
+  local_index_table = tables.byte_offset(8).cast<std::int16_t>();
   backend->copy(heap->local_base() + local_index_table.offset, local_index.data(),
                 sizeof(std::int16_t) * size, internal_stream());
   backend->stream_synchronize(internal_stream());
-  stall_claim = alloc_internal(sizeof(std::uint32_t)).cast<std::uint32_t>();
   std::vector<int> all(size);
   for (int r = 0; r < size; ++r) all[r] = r;
   world = make_team(all);
   node_team = make_team(node_ranks);
+  const double tables_ms = lap();
 
   // The network transport (collective: every rank joins the mesh).
   const std::string net = config_text("GNIO_NET");
@@ -186,6 +202,7 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
     proxy = proxy::make_proxy(net, *backend, *bootstrap, node_of_rank, heap->local_base(),
                               heap->mapped(), control, internal_stream(), timeout_s,
                               [this](int r) { on_link_lost(r); });
+  const double network_ms = lap();
 
   // Last, so a failure above leaves no watcher to say goodbye for a rank that never got here.
   const double heartbeat_s = config_seconds("GNIO_HEARTBEAT_INTERVAL");
@@ -206,9 +223,15 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
     liveness = std::make_unique<bootstrap::LivenessWatcher>(
         *bootstrap, lo, [this](int r, const std::string& what) { on_peer_lost(r, what); });
   }
+  const double liveness_ms = lap();
   GNIO_INFO(Init, "rank %d/%d: node %d/%d (%s), local rank %d/%zu, backend %s, %s", rank, size,
             node, nodes, node_id.c_str(), local_rank, node_ranks.size(), to_string(backend_kind),
             backend->describe().c_str());
+  GNIO_INFO(Init,
+            "rank %d: created in %.2f ms: rank cards %.2f, backend %.2f, heap %.2f, tables and "
+            "teams %.2f, network %.2f, liveness %.2f",
+            rank, cards_ms + backend_ms + heap_ms + tables_ms + network_ms + liveness_ms, cards_ms,
+            backend_ms, heap_ms, tables_ms, network_ms, liveness_ms);
 }
 
 CommImpl::~CommImpl() {
@@ -268,16 +291,22 @@ Team CommImpl::make_team(const std::vector<int>& members) {
   bool strided = members.size() <= 1 || members[1] > members[0];
   for (std::size_t i = 2; strided && i < members.size(); ++i)
     strided = members[i] - members[i - 1] == members[1] - members[0];
-  // Every rank allocates (the heap is collective) even when it is not a member.
-  const int max_size = t.size;
-  t.sync_flags =
-      alloc_internal(sizeof(std::uint64_t) * std::max(max_size, 1)).cast<std::uint64_t>();
-  t.sync_epoch = alloc_internal(sizeof(std::uint64_t)).cast<std::uint64_t>();
+  // Every rank allocates (the heap is collective) even when it is not a member. One allocation
+  // (each is an allgather over the job): the epoch, on a line of its own, then the flags peers
+  // write, then the member table of a team that is not strided.
+  constexpr std::uint64_t kLine = 256;
+  const std::uint64_t flags_bytes =
+      sizeof(std::uint64_t) * std::max<std::size_t>(members.size(), 1);
+  const std::uint64_t table_at = kLine + (flags_bytes + kLine - 1) / kLine * kLine;
+  const SymPtr<char> block =
+      alloc_internal(table_at + (strided ? 0 : sizeof(int) * members.size()));
+  t.sync_epoch = block.cast<std::uint64_t>();
+  t.sync_flags = block.byte_offset(kLine).cast<std::uint64_t>();
   if (strided) {
     t.start = members.empty() ? 0 : members[0];
     t.stride = members.size() > 1 ? members[1] - members[0] : 1;
   } else {
-    SymPtr<int> table = alloc_internal(sizeof(int) * members.size()).cast<int>();
+    const SymPtr<int> table = block.byte_offset(table_at).cast<int>();
     int* local_table = reinterpret_cast<int*>(heap->local_base() + table.offset);
     backend->copy(local_table, members.data(), sizeof(int) * members.size(), internal_stream());
     backend->stream_synchronize(internal_stream());
