@@ -108,8 +108,8 @@ inline LaunchDims dims_for_kernel(const CollLaunch& l) {
     const unsigned most = max_block_threads<F>();
     if (most >= 32 && d.block > most) d.block = most;
     if (l.gpu.ranks > 1) {
-      const unsigned limit = resident_grid_limit(
-          l.gpu, l.gpu.same_gpus ? resident_blocks_per_sm<F>(d.block, d.shared_bytes) : 1);
+      const unsigned limit =
+          resident_grid_limit(l.gpu, resident_blocks_per_sm<F>(d.block, d.shared_bytes));
       if (d.grid > limit) {
         GNIO_TRACE(Coll, "  %u blocks of %u threads capped at %u: %u ranks share a GPU", d.grid,
                    d.block, limit, l.gpu.ranks);

@@ -22,8 +22,9 @@ struct GpuShare {
 GpuShare share_of(const std::vector<platform::GpuIdentity>& rank_gpus);
 
 /// Blocks per rank that keep every sharing rank's grid resident at once, for a kernel of which one
-/// SM holds `blocks_per_sm` (on GPUs of different kinds pass 1, the least any launchable kernel
-/// gets); at least 1. No limit (~0u) when no GPU is shared.
+/// SM of this rank's GPU holds `blocks_per_sm`; on GPUs of different kinds (where that count could
+/// differ between ranks, and so would the grid) one per SM, the least any launchable kernel gets.
+/// At least 1. No limit (~0u) when no GPU is shared.
 unsigned resident_grid_limit(const GpuShare& share, unsigned blocks_per_sm);
 
 }  // namespace gnio::detail
