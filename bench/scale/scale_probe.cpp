@@ -11,7 +11,9 @@
 // floats whose sums are exact). Then the time to create a second communicator from a unique id,
 // the slowest rank's, median of R repetitions (bench/common/creation_timing.hpp, as init_bench),
 // with the CPU time the busiest rank's process spent on it (all threads: the work per rank, which
-// wall time hides once the ranks outnumber the cores).
+// wall time hides once the ranks outnumber the cores). Last, the CPU an idle communicator costs:
+// each process's CPU time over one second (--idle S) in which the communicator exists and nothing is posted
+// (proxy threads waiting for descriptors, liveness heartbeats), in cores.
 // Rank 0 prints one line per figure and, with --json, one JSON object (bench/scale-fit.py reads
 // them).
 #include <dirent.h>
@@ -119,21 +121,25 @@ std::uint64_t allreduce_errors(gnio::Comm& comm, gnio::Stream& stream, float* se
 
 void usage() {
   std::puts(
-      "usage: gnio-scale-probe [--reps R] [--json FILE]   (under a launcher: gnio-run, mpirun, "
+      "usage: gnio-scale-probe [--reps R] [--idle S] [--json FILE]   (under a launcher: gnio-run, mpirun, "
       "...)\n"
       "per-rank threads, descriptors, sockets and resident memory of one communicator, the time\n"
-      "to create one (slowest rank, median of R, default 3) and a 1 KiB allreduce");
+      "to create one (slowest rank, median of R, default 3), a 1 KiB allreduce and the CPU an\n"
+      "idle communicator uses (over S seconds, default 1)");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 3;
+  double idle_s = 1;
   const char* json = nullptr;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--idle" && i + 1 < argc) {
+      idle_s = std::max(0.1, std::atof(argv[++i]));
     } else if (a == "--json" && i + 1 < argc) {
       json = argv[++i];
     } else {
@@ -154,6 +160,11 @@ int main(int argc, char** argv) {
   double ar_us = 0;
   std::uint64_t wrong = allreduce_errors(comm, stream, send, recv, kCount, 20, &ar_us);
   const Footprint after = footprint();
+  bs.barrier();
+  const double idle_cpu0 = gnio_bench::process_cpu_ms(), idle_t0 = now_ms();
+  ::usleep(static_cast<useconds_t>(idle_s * 1e6));
+  const double idle_cores =
+      (gnio_bench::process_cpu_ms() - idle_cpu0) / std::max(1.0, now_ms() - idle_t0);
 
   std::vector<double> create_cpu_ms;
   const gnio_bench::Summary create =
@@ -166,6 +177,7 @@ int main(int argc, char** argv) {
   const Spread rss = spread(gather(bs, (after.rss_kib - before.rss_kib) / 1024.0));
   const Spread ar = spread(gather(bs, ar_us));
   const Spread env = spread(gather(bs, env_ms));
+  const Spread idle = spread(gather(bs, idle_cores));
   double total_wrong = 0;
   for (double w : gather(bs, static_cast<double>(wrong))) total_wrong += w;
   if (rank == 0) {
@@ -184,6 +196,8 @@ int main(int argc, char** argv) {
     std::printf("%-40s %10.2f (min %.2f, max %.2f)\n", "  CPU ms of the busiest rank's process",
                 create_cpu.median, create_cpu.min, create_cpu.max);
     std::printf("%-40s %10.1f %10.1f\n", "allreduce 1 KiB (us per call)", ar.max, ar.mean);
+    std::printf("%-40s %10.3f %10.3f\n", "CPU of an idle communicator (cores)", idle.max,
+                idle.mean);
     std::printf("# %s\n", total_wrong == 0 ? "all data checks passed"
                                            : "DATA CHECK FAILED: wrong allreduce elements");
     if (json) {
@@ -196,11 +210,12 @@ int main(int argc, char** argv) {
                      "\"sockets_max\": %.0f, \"sockets_mean\": %.2f, \"rss_mib_max\": %.2f, "
                      "\"rss_mib_mean\": %.2f, \"from_env_ms_max\": %.3f, \"create_ms\": %.3f, "
                      "\"create_ms_min\": %.3f, \"create_ms_max\": %.3f, \"create_cpu_ms\": %.3f, "
-                     "\"allreduce_us_max\": %.2f, \"wrong\": %.0f}\n",
+                     "\"allreduce_us_max\": %.2f, \"idle_cores_max\": %.4f, "
+                     "\"idle_cores_mean\": %.4f, \"wrong\": %.0f}\n",
                      size, comm.nodes(), comm.local_size(), gnio::to_string(comm.backend()),
                      threads.max, threads.mean, fds.max, fds.mean, sockets.max, sockets.mean,
                      rss.max, rss.mean, env.max, create.median, create.min, create.max,
-                     create_cpu.median, ar.max, total_wrong);
+                     create_cpu.median, ar.max, idle.max, idle.mean, total_wrong);
         std::fclose(f);
       }
     }

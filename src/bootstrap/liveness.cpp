@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/fail.hpp"
+#include "base/thread_name.hpp"
 #include "bootstrap/tcp_bootstrap.hpp"
 #include "bootstrap/wire.hpp"
 #include "gnio/log.hpp"
@@ -161,7 +162,10 @@ LivenessWatcher::LivenessWatcher(Bootstrap& bootstrap, const LivenessOptions& op
            describe(parent).c_str(), to.to_string().c_str(), std::strerror(err));
     parent_ = std::move(fd);
   }
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("gnio-liveness");
+    run();
+  });
 }
 
 LivenessWatcher::~LivenessWatcher() {

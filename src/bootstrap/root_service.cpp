@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/fail.hpp"
+#include "base/thread_name.hpp"
 #include "gnio/config.hpp"
 #include "gnio/error.hpp"
 #include "gnio/log.hpp"
@@ -520,7 +521,10 @@ RootService::RootService(const SockAddr& bind_addr, std::uint64_t token)
       hello_timeout_s_(config_seconds("GNIO_BOOTSTRAP_HELLO_TIMEOUT")) {
   listener_ = listen_tcp(bind_addr, "bootstrap root");
   address_ = local_address(listener_.get());
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("gnio-boot-root");
+    run();
+  });
   GNIO_INFO(Bootstrap, "root service listening on %s", address_.to_string().c_str());
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/fail.hpp"
+#include "base/thread_name.hpp"
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/local_rendezvous.hpp"
 #include "bootstrap/pmix_rendezvous.hpp"
@@ -87,7 +88,10 @@ void TcpBootstrap::start(const SockAddr& root) {
   // Only now: the progress thread reads peers_, which is fixed from here on. Connections that
   // arrive earlier (a faster peer, a stray client) wait in the listener's backlog meanwhile.
   in_[rank_].connected = true;  // messages to self are queued directly
-  progress_ = std::thread([this] { progress_loop(); });
+  progress_ = std::thread([this] {
+    name_this_thread("gnio-bootstrap");
+    progress_loop();
+  });
 }
 
 void TcpBootstrap::rendezvous(const SockAddr& root, const Deadline& deadline) {

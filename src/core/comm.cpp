@@ -774,12 +774,15 @@ void dumping_failures(detail::CommImpl& impl, F&& body) {
 /// what the queued work reads and writes once the call is over, as after a successful one.
 void synchronize_stream(detail::CommImpl& impl, StreamRef stream) {
   constexpr double kDrainAfterFailure_s = 30;
+  constexpr std::chrono::microseconds kFailureCheck{10000};
   const double limit = impl.timeout_s > 0 ? impl.timeout_s + 30 : 0;
   Deadline deadline = Deadline::after(limit);
   std::exception_ptr failure;
   Deadline drain = Deadline::never();
-  for (std::uint32_t it = 0;; ++it) {
-    if (impl.backend->stream_idle(stream)) {
+  for (;;) {
+    // Woken when the stream ends; every kFailureCheck meanwhile the communicator's failures
+    // (a peer lost, the proxy's link cut) are looked at, so a wait they end does not outlast them.
+    if (impl.backend->stream_wait_idle(stream, kFailureCheck)) {
       if (failure) {
         // The stream's own error (work the abort cut short) follows from the failure.
         try {
@@ -813,7 +816,6 @@ void synchronize_stream(detail::CommImpl& impl, StreamRef stream) {
              "stall; a kernel may be spinning outside gnio's bounded waits",
              impl.bootstrap->rank(), limit);
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(it < 100 ? 5 : 200));
   }
 }
 

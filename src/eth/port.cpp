@@ -28,6 +28,7 @@
 
 #include "base/dynamic_library.hpp"
 #include "base/fail.hpp"
+#include "base/thread_name.hpp"
 #include "core/comm_services.hpp"
 #include "gnio/config.hpp"
 #include "gnio/eth.hpp"
@@ -239,7 +240,10 @@ void Port::Impl::open() {
     backend->register_host(p, n);
     registered.push_back(p);
   }
-  worker = std::thread([this] { xsk ? wake_loop() : copy_loop(); });
+  worker = std::thread([this] {
+    name_this_thread("gnio-eth-port");
+    xsk ? wake_loop() : copy_loop();
+  });
 }
 
 std::string Port::Impl::open_xdp() {

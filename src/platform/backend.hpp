@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -201,6 +202,11 @@ class Backend {
   virtual void destroy_stream(CUstream_st* cuda, detail::HostStream* host) noexcept = 0;
   /// True when all work queued on the stream has finished (never blocks).
   virtual bool stream_idle(StreamRef s) = 0;
+  /// True once all work queued on the stream has finished, false after waiting about `at_most`
+  /// for it (never throws on the stream's own errors: stream_synchronize() reports them). Where
+  /// the stream's end can wake the caller (host backend) it returns at once when it comes;
+  /// elsewhere it polls with short sleeps.
+  virtual bool stream_wait_idle(StreamRef s, std::chrono::microseconds at_most) = 0;
   /// Blocks until the stream is idle.
   virtual void stream_synchronize(StreamRef s) = 0;
   /// Copies `n` bytes between any two addresses this rank can reach, in stream order.

@@ -135,6 +135,29 @@ TEST_F(StreamTest, IdleReflectsQueuedWork) {
   EXPECT_EQ(ran.load(), 4);
 }
 
+// Comm::synchronize waits through stream_wait_idle: while work runs it must give up after about
+// the time asked (so the caller can look for failures), and it must return as soon as the work
+// ends, not at the end of that time.
+TEST_F(StreamTest, WaitIdleReturnsWhenTheWorkEnds) {
+  using namespace std::chrono;
+  EXPECT_TRUE(backend_->stream_wait_idle(stream(), microseconds(0)));
+  std::promise<void> go;
+  std::shared_future<void> gate = go.get_future().share();
+  gnio::detail::host_stream_enqueue_callback(host_, [gate] { gate.wait(); });
+  auto t0 = steady_clock::now();
+  EXPECT_FALSE(backend_->stream_wait_idle(stream(), milliseconds(20)));
+  EXPECT_GE(steady_clock::now() - t0, milliseconds(19));
+  std::thread opener([&go] {
+    std::this_thread::sleep_for(milliseconds(50));
+    go.set_value();
+  });
+  t0 = steady_clock::now();
+  EXPECT_TRUE(backend_->stream_wait_idle(stream(), seconds(30)));
+  EXPECT_LT(steady_clock::now() - t0, seconds(10)) << "woken by the end of the work, not the limit";
+  opener.join();
+  sync();
+}
+
 TEST_F(StreamTest, DestroyDrainsTheQueue) {
   std::vector<unsigned char> buf(4096, 0);
   gnio::detail::host_stream_enqueue_callback(

@@ -6,7 +6,9 @@
 // is written), a get and atomics after a put (they see it), a link cut in the middle of a put's
 // data, and collectives across nodes. Failure scenarios run in their own
 // process pairs (see CMakeLists.txt).
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -133,6 +135,53 @@ GNIO_KERNEL_TEST(Net, QuietCompletesEveryPut) {
       at += s + 1;
     }
     EXPECT_EQ(gnio_test::count_wrong(got, expected, "put_nbi + quiet"), 0u);
+  }
+  c.bootstrap().barrier();
+  c.free_device(src);
+  c.free(dst);
+}
+
+/// The proxy's descriptor thread sleeps when idle (on the host backend until device code rings
+/// its doorbell, with a 50 ms sleep as the backstop; on GPUs for up to 200 us). After an idle
+/// spell longer than that backstop, a put + quiet to the other node must complete at once, not
+/// when the proxy next looks by itself: rank 0 times 15 such rounds (launch to synchronize), the
+/// data of each checked at rank 1. A doorbell that went unheard made each round take 20 ms here
+/// (0.3 ms when heard).
+GNIO_KERNEL_TEST(Net, PostAfterIdleWakesTheProxy) {
+  gnio::Comm& c = comm();
+  constexpr int kIdleRounds = 15;
+  SymPtr<std::uint64_t> dst = c.alloc<std::uint64_t>(kIdleRounds);
+  auto* src = static_cast<std::uint64_t*>(c.alloc_device(kIdleRounds * sizeof(std::uint64_t)));
+  std::vector<std::uint64_t> host(kIdleRounds), poison(kIdleRounds, ~std::uint64_t{0});
+  for (int k = 0; k < kIdleRounds; ++k) host[k] = 0x1000u + static_cast<std::uint64_t>(k) * 7;
+  gnio_test::to_device(src, host.data(), host.size() * sizeof(std::uint64_t));
+  gnio_test::to_device(c.local(dst), poison.data(), poison.size() * sizeof(std::uint64_t));
+  DeviceComm dc = c.device_comm();
+  std::vector<double> ms;
+  for (int k = 0; k < kIdleRounds; ++k) {
+    c.bootstrap().barrier();
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));  // past the proxy's backstop
+    if (c.rank() != 0) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
+      dc.put(dst + k, src + k, sizeof(std::uint64_t), 1);
+      dc.quiet();
+    });
+    c.synchronize(stream());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  c.bootstrap().barrier();
+  if (c.rank() == 0) {
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    std::printf("put + quiet after 80 ms idle: median %.3f ms, min %.3f, max %.3f\n", median,
+                ms.front(), ms.back());
+    EXPECT_LT(median, 8.0) << "the proxy did not wake for descriptors posted after an idle spell";
+  } else {
+    std::vector<std::uint64_t> got(kIdleRounds);
+    gnio_test::to_host(got.data(), c.local(dst), got.size() * sizeof(std::uint64_t));
+    EXPECT_EQ(got, host);
   }
   c.bootstrap().barrier();
   c.free_device(src);

@@ -84,7 +84,19 @@ struct ProxyResult {
 struct ProxyRing {
   alignas(64) std::uint64_t head;  ///< tickets consumed by the proxy (slot free, source read)
   alignas(64) std::uint64_t done;  ///< every ticket below this was applied at its target
+  /// Nonzero while the proxy thread that takes descriptors sleeps until its doorbell rings: an
+  /// eventfd (`doorbell`), or with `doorbell` -1 this word itself as a futex. Device code on CPU
+  /// threads (the host backend) rings it after a post (host_ring_doorbell), so there the proxy
+  /// sleeps until work comes; a kernel on a GPU cannot, and the proxy's sleeps there stay short.
+  alignas(64) std::uint32_t sleeping;
+  std::int32_t doorbell;
 };
+
+namespace detail {
+/// Wakes the proxy thread asleep on `ring` (ProxyRing::sleeping), if it sleeps; otherwise costs an
+/// atomic exchange. Host code only (CPU threads: the proxy's own, the host backend's kernels).
+void host_ring_doorbell(ProxyRing* ring);
+}  // namespace detail
 
 /// What device code holds of the proxy (a DeviceComm member: kernel-parameter reads, not reads
 /// across PCIe, for everything fixed at setup).

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <thread>
 
 #include "base/fail.hpp"
 #include "gnio/log.hpp"
@@ -936,6 +938,17 @@ void CudaBackend::destroy_stream(CUstream_st* cuda, detail::HostStream* host) no
   ScopedDevice guard = ScopedDevice::quiet(device_);
   if (cudaError_t e = cudaStreamDestroy(cuda); e != cudaSuccess)
     cuda_impl::warn_runtime(e, device_, "cudaStreamDestroy(%p)", static_cast<void*>(cuda));
+}
+
+bool CudaBackend::stream_wait_idle(StreamRef s, std::chrono::microseconds at_most) {
+  // The CUDA runtime can block a thread until a stream ends, but not for a bounded time, so this
+  // polls: quickly for the first 100 queries (short kernels end within them), then every 200 us.
+  const auto until = std::chrono::steady_clock::now() + at_most;
+  for (int polls = 0;; ++polls) {
+    if (stream_idle(s)) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(polls < 100 ? 5 : 200));
+  }
 }
 
 bool CudaBackend::stream_idle(StreamRef s) {

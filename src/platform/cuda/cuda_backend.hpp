@@ -124,6 +124,7 @@ class CudaBackend final : public Backend {
   void destroy_stream(CUstream_st* cuda, detail::HostStream* host) noexcept override;
   /// The StreamRef functions below throw Error(InvalidArgument) for a host-backend stream.
   bool stream_idle(StreamRef s) override;
+  bool stream_wait_idle(StreamRef s, std::chrono::microseconds at_most) override;
   void stream_synchronize(StreamRef s) override;
   /// cudaMemcpyAsync(cudaMemcpyDefault): any mix of host, device and peer-mapped addresses.
   void copy(void* dst, const void* src, std::size_t n, StreamRef s) override;

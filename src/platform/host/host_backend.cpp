@@ -323,6 +323,10 @@ bool HostBackend::stream_idle(StreamRef s) {
   return host_stream(s, "stream_idle")->idle();
 }
 
+bool HostBackend::stream_wait_idle(StreamRef s, std::chrono::microseconds at_most) {
+  return host_stream(s, "stream_wait_idle")->wait_idle(at_most);
+}
+
 void HostBackend::stream_synchronize(StreamRef s) {
   host_stream(s, "stream_synchronize")->synchronize();
 }

@@ -78,6 +78,7 @@ class HostBackend final : public Backend {
   void create_stream(CUstream_st** cuda, detail::HostStream** host) override;
   void destroy_stream(CUstream_st* cuda, detail::HostStream* host) noexcept override;
   bool stream_idle(StreamRef s) override;
+  bool stream_wait_idle(StreamRef s, std::chrono::microseconds at_most) override;
   void stream_synchronize(StreamRef s) override;
   /// memmove on the stream's worker, in stream order.
   void copy(void* dst, const void* src, std::size_t n, StreamRef s) override;

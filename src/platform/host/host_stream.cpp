@@ -95,6 +95,11 @@ bool HostStream::idle() const noexcept {
   return pending_ == 0;
 }
 
+bool HostStream::wait_idle(std::chrono::microseconds at_most) const noexcept {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, at_most, [&] { return pending_ == 0; });
+}
+
 void HostStream::synchronize() {
   check_caller("stream synchronize");
   GNIO_REQUIRE(t_running_stream != this,

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -46,6 +47,9 @@ class HostStream {
 
   /// True when everything queued so far has finished (never blocks, never throws).
   bool idle() const noexcept;
+  /// Waits at most `at_most` for everything queued so far to finish (woken when it does); true
+  /// if it did. Never throws (errors stay for synchronize()).
+  bool wait_idle(std::chrono::microseconds at_most) const noexcept;
   /// Blocks until everything queued so far has finished, then rethrows (and clears) the first
   /// error a task threw since the last synchronize(). Throws Error(InvalidArgument) when called
   /// from a task of this very stream (it would wait for itself).
@@ -70,7 +74,7 @@ class HostStream {
   /// Signalled when an item is queued or the stream is stopping.
   std::condition_variable work_cv_;
   /// Signalled when pending_ drops to zero.
-  std::condition_variable idle_cv_;
+  mutable std::condition_variable idle_cv_;
   std::deque<Item> queue_;
   /// Items queued or running; zero means idle.
   std::size_t pending_ = 0;

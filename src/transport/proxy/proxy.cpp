@@ -1,10 +1,17 @@
 #include "transport/proxy/proxy.hpp"
 
+#include <linux/futex.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <thread>
 
 #include "base/deadline.hpp"
 #include "base/fail.hpp"
+#include "base/thread_name.hpp"
 #include "gnio/config.hpp"
 #include "gnio/device/atomic.hpp"
 #include "gnio/device/status.hpp"
@@ -12,7 +19,19 @@
 #include "gnio/log.hpp"
 #include "transport/proxy/proxy_frame.hpp"
 
-namespace gnio::proxy {
+namespace gnio {
+
+void detail::host_ring_doorbell(ProxyRing* ring) {
+  if (dev::atomic_exchange(&ring->sleeping, 0u, dev::Order::SeqCst) == 0) return;
+  if (ring->doorbell < 0) {
+    (void)::syscall(SYS_futex, &ring->sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  } else {
+    const std::uint64_t one = 1;
+    (void)!::write(ring->doorbell, &one, sizeof(one));
+  }
+}
+
+namespace proxy {
 
 Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, char* heap_base, std::uint64_t heap_bytes,
              DeviceControl* control, StreamRef stream, double timeout_s,
@@ -49,16 +68,55 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, char* heap_base, std::ui
   handle_.slots = reinterpret_cast<ProxyDesc*>(aligned + sizeof(ProxyRing));
   handle_.results = reinterpret_cast<ProxyResult*>(handle_.slots + n);
   handle_.inline_data = reinterpret_cast<char*>(handle_.results + n);
+
   // The ticket counter: device memory, zeroed in stream order before any kernel can post.
   handle_.tail = static_cast<std::uint64_t*>(backend_.alloc_device(sizeof(std::uint64_t)));
   backend_.fill(handle_.tail, 0, sizeof(std::uint64_t), stream_);
   backend_.stream_synchronize(stream_);
+  ring_->doorbell = -1;
+  device_rings_ = backend_.kind() == platform::BackendKind::Host;
 }
 
 Proxy::~Proxy() {
   for (void* m : landing_memory_) backend_.free_host_mapped(m);
   backend_.free_device(handle_.tail);
   backend_.free_host_mapped(ring_memory_);
+  if (doorbell_fd_ >= 0) ::close(doorbell_fd_);
+}
+
+void Proxy::use_doorbell_fd() {
+  doorbell_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (doorbell_fd_ < 0) fail_errno("rank %d: proxy: an eventfd for its doorbell", rank_);
+  ring_->doorbell = doorbell_fd_;
+}
+
+bool Proxy::descriptor_published(std::uint64_t ticket) const {
+  const ProxyDesc* slot = handle_.slots + (ticket & (handle_.capacity - 1));
+  return dev::atomic_load(&slot->seq, dev::Order::Acquire) == ticket + 1;
+}
+
+void Proxy::sleep_until_rung(std::chrono::microseconds poll, int other_fd,
+                             const std::function<bool()>& ready) {
+  // Announced before the last look, as a poster publishes before it looks for a sleeper: one of
+  // the two sees the other (see DeviceComm::proxy_post).
+  dev::atomic_store(&ring_->sleeping, 1u, dev::Order::SeqCst);
+  dev::fence_system();
+  if (!ready() && !stop_.load(std::memory_order_acquire)) {
+    const auto us = static_cast<long>((device_rings_ ? kDoorbellSleep : poll).count());
+    const timespec ts{us / 1000000, (us % 1000000) * 1000};
+    if (doorbell_fd_ < 0) {
+      // Returns at once if the doorbell rang since the announcement (the word is 0 again).
+      (void)::syscall(SYS_futex, &ring_->sleeping, FUTEX_WAIT_PRIVATE, 1u, &ts, nullptr, 0);
+    } else {
+      pollfd fds[2] = {{doorbell_fd_, POLLIN, 0}, {other_fd, POLLIN, 0}};
+      (void)::ppoll(fds, other_fd >= 0 ? 2 : 1, &ts, nullptr);
+      if (fds[0].revents & POLLIN) {
+        std::uint64_t rung = 0;
+        (void)!::read(doorbell_fd_, &rung, sizeof(rung));
+      }
+    }
+  }
+  dev::atomic_store(&ring_->sleeping, 0u, dev::Order::Relaxed);
 }
 
 Proxy::Landing Proxy::add_landing(std::uint64_t inbox_bytes, std::uint64_t outbox_bytes) {
@@ -99,6 +157,12 @@ bool Proxy::in_outbox(std::uint64_t src, std::uint64_t bytes) const {
 }
 
 void Proxy::run_guarded(const char* thread, const std::function<void()>& loop) {
+  // "gnio-" and the role, within the 15 characters Linux keeps ("lane receiver" ->
+  // "gnio-lane-recv").
+  char name[16] = "gnio-";
+  for (std::size_t i = 5, j = 0; i < 15 && thread[j]; ++i, ++j)
+    name[i] = thread[j] == ' ' ? '-' : thread[j];
+  name_this_thread(name);
   try {
     loop();
   } catch (const std::exception& e) {
@@ -195,4 +259,5 @@ bool staging_forced() {
   return staging == "always";
 }
 
-}  // namespace gnio::proxy
+}  // namespace proxy
+}  // namespace gnio

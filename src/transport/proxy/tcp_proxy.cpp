@@ -82,6 +82,7 @@ TcpProxy::TcpProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
 
 TcpProxy::~TcpProxy() {
   stop_.store(true, std::memory_order_release);
+  ring_doorbell();
   for (int l = 1; l < lanes_; ++l) {
     std::lock_guard<std::mutex> lock(lane_[l]->mutex);
     lane_[l]->wake.notify_all();
@@ -538,11 +539,10 @@ bool TcpProxy::receive_frame(int peer, int lane) {
 }
 
 void TcpProxy::nudge_sender() {
-  {
-    std::lock_guard<std::mutex> lock(wake_mutex_);
-    wake_pending_ = true;
-  }
-  wake_.notify_one();
+  // Before the doorbell: the sender's last look before it sleeps sees the flag, or it is asleep
+  // and the doorbell wakes it.
+  nudged_.store(true, std::memory_order_seq_cst);
+  ring_doorbell();
 }
 
 std::uint64_t TcpProxy::apply_atomic(const Frame& f) {

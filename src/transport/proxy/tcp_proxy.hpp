@@ -207,10 +207,8 @@ class TcpProxy final : public Proxy {
   // Replies the receiver queued for the sender.
   std::mutex replies_mutex_;
   std::vector<Reply> replies_;
-  // The sender's idle wait (the device side cannot notify; the receiver can).
-  std::mutex wake_mutex_;
-  std::condition_variable wake_;
-  bool wake_pending_ = false;
+  // Set (before the doorbell rings) when another thread has work for the sender.
+  std::atomic<bool> nudged_{false};
   /// Frames the sender thread has begun to send (released before each send, acquired by the
   /// receiver before it applies a frame; see send_loop).
   std::atomic<std::uint64_t> frames_sending_{0};

@@ -126,6 +126,8 @@ class TcpProxy::Sender {
   std::unordered_map<std::uint64_t, int> asked_;
   std::uint64_t next_ = 0, head_ = 0, done_base_ = 0;
   unsigned idle_ = 0;
+  // The turn ended with the next descriptor published but not taken (it waits for acks).
+  bool left_published_ = false;
   std::chrono::steady_clock::time_point last_work_ = std::chrono::steady_clock::now();
   // Fault injection (GNIO_NET_CUT_AFTER): data bytes sent to each peer so far.
   const std::uint64_t cut_after_;
@@ -170,6 +172,7 @@ void TcpProxy::Sender::run() {
       for (int peer : gathered_for_) (void)flush(peer);
       gathered_for_.clear();
     }
+    left_published_ = p_.descriptor_published(next_);
     wait_for_work(busy);
   }
   if (!p_.failed()) {
@@ -417,14 +420,15 @@ void TcpProxy::Sender::wait_for_work(bool busy) {
   } else if (++idle_ < 64 || now - last_work_ < p_.spin()) {
     std::this_thread::yield();
   } else {
-    // Idle: wait briefly (2-core CI machines run many ranks). The receiver's work for this thread
-    // (replies, answers, acks) wakes it at once; only a new descriptor from the device waits up
-    // to this long.
-    std::unique_lock<std::mutex> lock(p_.wake_mutex_);
-    p_.wake_.wait_for(lock, std::chrono::microseconds(idle_ < 1024 ? 20 : 200),
-                      [this] { return p_.wake_pending_; });
-    p_.wake_pending_ = false;
+    // Idle: asleep until the doorbell. The other threads' work for this one (replies, answers,
+    // acks, lanes' sent frames) rings it; a descriptor from a GPU cannot, and waits up to this
+    // long. A descriptor the last turn saw and left (blocked on acks) needs no look.
+    p_.sleep_until_rung(std::chrono::microseconds(idle_ < 1024 ? 20 : 200), -1, [this] {
+      return p_.nudged_.load(std::memory_order_seq_cst) ||
+             (!left_published_ && p_.descriptor_published(next_));
+    });
   }
+  p_.nudged_.store(false, std::memory_order_relaxed);
 }
 
 bool TcpProxy::Sender::flush(int peer) {

@@ -163,6 +163,13 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
   slot->sig_op = desc.sig_op;
   slot->flags = flags;
   dev::atomic_store(&slot->seq, ticket + 1, dev::Order::Release);
+#if !GNIO_ON_DEVICE
+  // On CPU threads the proxy sleeps while the ring is empty, and a post wakes it. The fence orders
+  // the store above before the read of `sleeping` (the proxy announces its sleep before its last
+  // look at the ring the same way), so either it sees the descriptor or this sees it asleep.
+  dev::fence_system();
+  if (dev::atomic_load(&ring->sleeping, dev::Order::Relaxed) != 0) detail::host_ring_doorbell(ring);
+#endif
   if (ticket_out) *ticket_out = ticket;
   // Inline data was copied into the slot: the source may be reused now, without waiting for the
   // proxy to take the descriptor (a blocking put or put_signal of up to kProxyInlineBytes costs

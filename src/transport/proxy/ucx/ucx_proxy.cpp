@@ -367,11 +367,13 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
     out_ = std::make_unique<Staging>(backend_, Staging::Direction::Outbound, direct, chunk_);
   flush_.proxy = this;
   set_heap_bytes(heap_bytes);
+  use_doorbell_fd();  // the thread sleeps on UCX's event descriptor and the doorbell at once
   thread_ = std::thread([this] { run_guarded("ucx", [this] { progress_loop(); }); });
 }
 
 UcxProxy::~UcxProxy() {
   stop_.store(true, std::memory_order_release);
+  ring_doorbell();
   if (thread_.joinable()) thread_.join();
   if (!failed() && !control_stopped(*control_, dev::Order::Acquire)) {
     try {
@@ -1170,6 +1172,7 @@ void UcxProxy::progress_loop() {
       }
       if (done != done_before) publish_done(done);
     }
+    const bool left_published = descriptor_published(next);
     const auto now = Clock::now();
     if (busy) {
       idle = 0;
@@ -1177,11 +1180,11 @@ void UcxProxy::progress_loop() {
     } else if (++idle < 64 || now - last_work < spin()) {
       std::this_thread::yield();
     } else if (efd >= 0 && ucp_worker_arm(worker) == UCS_OK) {
-      // Asleep until the network has something (a peer's operation to apply, a completion) or,
-      // for a descriptor from the device (which cannot wake us), a short while.
-      pollfd p{efd, POLLIN, 0};
-      const timespec wait{0, idle < 1024 ? 20000L : 200000L};
-      (void)::ppoll(&p, 1, &wait, nullptr);
+      // Asleep until the network has something (a peer's operation to apply, a completion) or
+      // the doorbell rings (see sleep_until_rung). A descriptor the last turn saw and left
+      // (waiting for a word message's answer or for UCX resources) needs no look.
+      sleep_until_rung(std::chrono::microseconds(idle < 1024 ? 20 : 200), efd,
+                       [&] { return !left_published && descriptor_published(next); });
     }
   }
 }
