@@ -22,6 +22,7 @@ FIGURES = [
     ("create_ms", "creation ms (slowest rank)"),
     ("create_cpu_ms", "creation CPU ms (busiest rank's process)"),
     ("allreduce_us_max", "allreduce 1 KiB us"),
+    ("idle_cores_mean", "CPU of an idle communicator (cores per rank)"),
 ]
 PROJECT = [1024, 16384, 65536]
 
