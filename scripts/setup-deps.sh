@@ -6,9 +6,12 @@ set -euo pipefail
 # libucx-dev: the ucx network backend (GNIO_NET=ucx); libxdp-dev, libbpf-dev: packet I/O
 # (eth::Port over AF_XDP); iputils-ping: the packet-I/O samples' tests; openmpi-bin,
 # libopenmpi-dev, libpmix-dev: plain mpirun launches (PMIx rendezvous) and gnio/mpi.hpp's test;
-# python3-venv: the Python package's stage (pip install . into a virtual environment).
+# python3-venv: the Python package's stage (pip install . into a virtual environment);
+# slurmctld, slurmd, slurm-client, munge: srun launches on a private one-host Slurm
+# (tests/launcher/slurm_test.sh runs its own daemons, whatever the packages start).
 packages=(cmake ninja-build g++ make pkg-config git python3 libgtest-dev iproute2 clang libclang-rt-dev libucx-dev
-  libxdp-dev libbpf-dev iputils-ping openmpi-bin libopenmpi-dev libpmix-dev python3-venv)
+  libxdp-dev libbpf-dev iputils-ping openmpi-bin libopenmpi-dev libpmix-dev python3-venv
+  slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
