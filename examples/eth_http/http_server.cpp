@@ -148,7 +148,7 @@ int run(int argc, char** argv) {
   comm.copy(text + page.size(), refusal.data(), refusal.size(), stream);
   // The kernel reports its progress in the record of a one-item semaphore (memory both reach).
   gnio::Semaphore progress(comm, 1, sizeof(unsigned long long));
-  unsigned long long* served = progress.view().info_of<unsigned long long>(0);
+  unsigned long long* served = progress.device_handle().info_of<unsigned long long>(0);
   comm.synchronize(stream);
   gnio::launch(stream, {.grid = 1, .block = 1},
                HttpKernel{eth.rx(), eth.tx(), static_cast<std::uint16_t>(port), text,

@@ -138,7 +138,7 @@ int run(int argc, char** argv) {
   gnio::Stream stream(comm);
   gnio::eth::Port port(comm, options);
   gnio::Semaphore sem(comm, kItems, sizeof(Report));
-  const gnio::SemaphoreView reports = sem.view();
+  const gnio::SemaphoreView reports = sem.device_handle();
   std::printf("udp_flows: %s queue %u: %s\n", options.interface.c_str(), options.queue,
               port.mode().c_str());
   std::fflush(stdout);

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   comm.synchronize(stream);
   comm.bootstrap().barrier();
 
-  gnio::DeviceComm dc = comm.device_comm();
+  gnio::DeviceComm dc = comm.device_handle();
   gnio::launch(stream, {.grid = 1, .block = 256}, [=] GNIO_HD() {
     const gnio::Block block;
     const int left = (dc.rank() + dc.size() - 1) % dc.size(), right = (dc.rank() + 1) % dc.size();

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   comm.synchronize(stream);
   comm.bootstrap().barrier();  // every rank's signal is clear before anyone can write it
 
-  gnio::DeviceComm dc = comm.device_comm();
+  gnio::DeviceComm dc = comm.device_handle();
   auto start = std::chrono::steady_clock::now();
   gnio::launch(stream, {.grid = 1, .block = 1}, [=] GNIO_HD() {
     const int me = dc.rank();

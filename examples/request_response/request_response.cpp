@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   auto* served = static_cast<unsigned long long*>(comm.alloc_device(sizeof(unsigned long long)));
   comm.fill(served, 0, sizeof(unsigned long long), stream);
 
-  const gnio::DeviceChannels set = channels.device();
+  const gnio::DeviceChannels set = channels.device_handle();
   gnio::launch(stream, {.grid = 1, .block = 128, .shared_bytes = sizeof(Reply)}, [=] GNIO_HD() {
     const gnio::Block block;
     if (me == 0) {

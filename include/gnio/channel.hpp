@@ -7,7 +7,8 @@
 //   ch.send(buf, bytes, peer, stream);                  // stream-ordered
 //   ch.recv(out, capacity, peer, stream, 0, count);     // count: where the size lands
 //   ch.group_start(); ch.send(...); ch.recv(...); ch.group_end(stream);   // together
-//   gnio::launch(stream, dims, [d = ch.device()] GNIO_HD () { gnio::send(d.channel(1, 0), ...); });
+//   gnio::launch(stream, dims, [d = ch.device_handle()] GNIO_HD () { gnio::send(d.channel(1, 0),
+//   ...); });
 #pragma once
 
 #include <cstddef>
@@ -51,6 +52,8 @@ class Channels {
   Channels& operator=(const Channels&) = delete;
 
   /// The handle kernels take by value.
+  const DeviceChannels& device_handle() const { return device_; }
+  /// Same as device_handle() (its name before the convention; kept for existing code).
   const DeviceChannels& device() const { return device_; }
   const ChannelOptions& options() const { return options_; }
 

@@ -126,8 +126,8 @@ class Comm {
 
   // ---- registered user buffers (zero-copy) ------------------------------------------------
   /// Registers this rank's buffer [ptr, ptr + bytes) so that node peers map it and kernels reach
-  /// it through Window::device() (see gnio/window.hpp for the lifetime rules). Collective over
-  /// all ranks; each rank passes its own buffer (sizes and addresses may differ; 0 bytes is
+  /// it through Window::device_handle() (see gnio/window.hpp for the lifetime rules). Collective
+  /// over all ranks; each rank passes its own buffer (sizes and addresses may differ; 0 bytes is
   /// allowed). Accepted memory: on the host backend, Comm::alloc_device() memory; on the cuda
   /// backend, device memory of this rank's GPU from cudaMalloc (Comm::alloc_device) or from
   /// cuMemCreate with POSIX-fd export allowed; the range must lie inside one allocation. Anything
@@ -163,8 +163,11 @@ class Comm {
   Team split_strided(const Team& parent, int start, int stride, int size);
 
   // ---- kernels ----------------------------------------------------------------------------
-  /// The handle kernels take by value. Fetch it again after alloc() grew the heap.
-  DeviceComm device_comm() const;
+  /// The handle kernels take by value (every host object with a device side names it
+  /// device_handle()). Fetch it again after alloc() grew the heap.
+  DeviceComm device_handle() const;
+  /// Same as device_handle() (its name before the convention; kept for existing code).
+  DeviceComm device_comm() const { return device_handle(); }
 
   /// Throws the error a device operation recorded (Timeout naming rank, peer, address, expected
   /// and seen value, call site; Unsupported; InvalidArgument), or RemoteError/abort state.

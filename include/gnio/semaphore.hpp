@@ -3,7 +3,8 @@
 // device and CPU threads both reach at the same address. Every item starts Free.
 //
 //   gnio::Semaphore sem(comm, 64, sizeof(Report));
-//   launch a kernel with sem.view() ...;  CPU: sem.view().wait(i, ItemStatus::Ready, ...)
+//   launch a kernel with sem.device_handle() ...;  CPU: sem.device_handle().wait(i,
+//   ItemStatus::Ready, ...)
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,8 @@ class Semaphore {
   Semaphore& operator=(const Semaphore&) = delete;
 
   /// The view for kernels and host threads (valid while this object lives).
+  SemaphoreView device_handle() const { return view_; }
+  /// Same as device_handle() (its name before the convention; kept for existing code).
   SemaphoreView view() const { return view_; }
 
  private:

@@ -57,7 +57,9 @@ class Window {
   /// True when `rank`'s buffer is mapped here: same node, and it registered more than 0 bytes.
   bool reachable(int rank) const;
   /// The handle kernels take by value; valid while the window is registered.
-  DeviceWindow device() const;
+  DeviceWindow device_handle() const;
+  /// Same as device_handle() (its name before the convention; kept for existing code).
+  DeviceWindow device() const { return device_handle(); }
 
   /// The implementation (internal).
   const std::shared_ptr<detail::WindowImpl>& impl() const noexcept { return impl_; }

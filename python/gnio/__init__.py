@@ -255,10 +255,14 @@ class Comm:
         (cmp: eq, ne, gt, ge, lt, le); bounded by GNIO_TIMEOUT (then gnio.Timeout)."""
         self._c.wait_signal(sig, cmp, int(value), _stream_handle(sig, stream))
 
-    def device_comm(self) -> bytes:
+    def device_handle(self) -> bytes:
         """This rank's gnio::DeviceComm, the handle a custom kernel takes by value, as bytes
         (fetch it again after allocating: the heap may have grown)."""
         return self._c.device_comm()
+
+    def device_comm(self) -> bytes:
+        """Same as device_handle() (its name before the convention; kept for existing code)."""
+        return self.device_handle()
 
     def __repr__(self) -> str:
         if self.closed:

@@ -284,7 +284,7 @@ class PyComm {
 
   /// This rank's DeviceComm as bytes (what a custom kernel takes by value).
   nb::bytes device_comm() {
-    const gnio::DeviceComm dc = comm().device_comm();
+    const gnio::DeviceComm dc = comm().device_handle();
     return nb::bytes(reinterpret_cast<const char*>(&dc), sizeof(dc));
   }
 

@@ -62,7 +62,8 @@ def test_facts(comm):
     assert comm.backend == "host"
     assert comm.launcher == "gnio-run"
     assert isinstance(gnio.__version__, str) and gnio.__version__.count(".") == 2
-    assert len(comm.device_comm()) > 0
+    assert len(comm.device_handle()) > 0
+    assert comm.device_comm() == comm.device_handle()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -448,7 +448,7 @@ void check_stream(const Comm& comm, StreamRef stream) {
 CollComm make_coll_comm(const Comm& comm, const CollState& st, const CollChannel& ch,
                         const Team& team) {
   CollComm cc;
-  cc.dc = comm.device_comm();
+  cc.dc = comm.device_handle();
   cc.team = team;
   cc.ch = ch;
   cc.ll_max = st.cfg.ll_max;
@@ -1163,7 +1163,7 @@ CollAlgo coll_algorithm(Comm& comm, CollKind kind, std::size_t count, DataType t
   r.type = type;
   r.count = count;
   CollComm cc;
-  cc.dc = comm.device_comm();
+  cc.dc = comm.device_handle();
   cc.team = core.world();
   cc.ll_max = st.cfg.ll_max;
   cc.oneshot_max = st.cfg.oneshot_max;

@@ -727,7 +727,7 @@ Team Comm::split_strided(const Team& parent, int start, int stride, int size) {
   return impl_->make_team(ranks);
 }
 
-DeviceComm Comm::device_comm() const {
+DeviceComm Comm::device_handle() const {
   const detail::CommImpl& c = *impl_;
   DeviceComm d;
   d.rank_ = rank();

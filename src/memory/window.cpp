@@ -55,8 +55,7 @@ std::shared_ptr<WindowImpl> register_window(WindowContext ctx, std::uint64_t id,
   // peer needs (no OS handle, no second mapping of the same pages).
   const char* heap_base = ctx.heap ? ctx.heap->local_base() : nullptr;
   const auto* p = static_cast<const char*>(ptr);
-  const bool in_heap = heap_base && bytes > 0 && p >= heap_base &&
-                       bytes <= ctx.heap->mapped() &&
+  const bool in_heap = heap_base && bytes > 0 && p >= heap_base && bytes <= ctx.heap->mapped() &&
                        static_cast<std::size_t>(p - heap_base) <= ctx.heap->mapped() - bytes;
   try {
     if (in_heap) {
@@ -349,7 +348,7 @@ void* Window::peer(int rank) const {
 bool Window::reachable(int rank) const {
   return peer(rank) != nullptr;
 }
-DeviceWindow Window::device() const {
+DeviceWindow Window::device_handle() const {
   return require_impl(impl_, "device").device();
 }
 

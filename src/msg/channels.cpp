@@ -92,7 +92,7 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
   // No peer may signal into these counters before this rank cleared them.
   comm.bootstrap().barrier();
 
-  device_.comm = comm.device_comm();
+  device_.comm = comm.device_handle();
   device_.rings = memory_.byte_offset<char>(rings_at);
   device_.flags = memory_.byte_offset<std::uint64_t>(flags_at);
   device_.credits = memory_.byte_offset<std::uint64_t>(credits_at);
@@ -177,7 +177,7 @@ void Channels::group_end(StreamRef stream) {
 void Channels::launch(const Op* ops, std::size_t count, StreamRef stream) {
   MessageKernel k{};
   k.set = device_;
-  k.set.comm = comm_.device_comm();  // the heap may have grown since the set was made
+  k.set.comm = comm_.device_handle();  // the heap may have grown since the set was made
   std::memcpy(k.ops.data(), ops, count * sizeof(Op));
   k.count = static_cast<unsigned>(count);
   // A GPU block of 256 threads copies a slot at the link's speed; a host-backend block is one

@@ -52,7 +52,7 @@ void run(const RmaKernel& k, StreamRef stream) {
 
 RmaKernel make(Comm& comm, Kind kind) {
   RmaKernel k{};
-  k.dc = comm.device_comm();  // fetched per call: the heap may have grown
+  k.dc = comm.device_handle();  // fetched per call: the heap may have grown
   k.kind = kind;
   return k;
 }

@@ -49,7 +49,7 @@ void wait_for_ready(SemaphoreView s, std::uint32_t* out) {
 
 TEST(Semaphore, KernelHandsItemsToTheCpuInOrder) {
   gnio::Semaphore sem(comm(), kItems, sizeof(Record));
-  const SemaphoreView s = sem.view();
+  const SemaphoreView s = sem.device_handle();
   auto* stalls = static_cast<std::uint32_t*>(comm().alloc_device(sizeof(std::uint32_t)));
   std::uint32_t zero = 0;
   gnio_test::to_device(stalls, &zero, sizeof(zero));
@@ -73,7 +73,7 @@ TEST(Semaphore, KernelHandsItemsToTheCpuInOrder) {
 
 TEST(Semaphore, WaitsAreBoundedAndExitEndsThem) {
   gnio::Semaphore sem(comm(), 2, 16);
-  const SemaphoreView s = sem.view();
+  const SemaphoreView s = sem.device_handle();
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_FALSE(s.wait(0, ItemStatus::Ready, 50000000));  // 50 ms, nothing comes
   const double waited =

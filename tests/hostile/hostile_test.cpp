@@ -219,7 +219,7 @@ TEST(Hostile, JobSurvivesGarbageOnItsListeners) {
   auto* send = static_cast<std::int64_t*>(c.alloc_device(kWords * sizeof(std::int64_t)));
   auto* recv = static_cast<std::int64_t*>(c.alloc_device(kWords * sizeof(std::int64_t)));
 #endif
-  const DeviceComm dc = c.device_comm();
+  const DeviceComm dc = c.device_handle();
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
   std::vector<std::uint32_t> words(kWords);
   const auto start = std::chrono::steady_clock::now();

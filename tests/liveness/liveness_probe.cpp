@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
 
     if (orderly) {
       // Ranks idle for different times (many heartbeats each), then leave one after another.
-      gnio::DeviceComm dc = c.device_comm();
+      gnio::DeviceComm dc = c.device_handle();
       gnio::launch(*stream, {.grid = 1, .block = 1}, [=] GNIO_HD() { (void)dc.sync(dc.world()); });
       c.synchronize(*stream);
       std::this_thread::sleep_for(std::chrono::milliseconds(300 * (rank + 1)));
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
       return ok ? 0 : 1;
     }
 
-    gnio::DeviceComm dc = c.device_comm();
+    gnio::DeviceComm dc = c.device_handle();
     if (dies) {
       // Scenarios in which the victim dies with its own work in flight start that work first.
       if (scenario == "rma") {

@@ -66,7 +66,7 @@ TEST(HeapMode, KernelsAndHostAgreeOnEveryPeerAddress) {
   auto p = c.alloc<std::uint8_t>(4096 + 100);
   const SymPtr<std::uint8_t> q = p + 100;  // not at an allocation start
   auto* out = static_cast<std::uint64_t*>(c.alloc_device(sizeof(std::uint64_t) * (c.size() + 1)));
-  address_kernel(c.device_comm(), q, out);
+  address_kernel(c.device_handle(), q, out);
   std::vector<std::uint64_t> got(c.size() + 1);
   gnio_test::to_host(got.data(), out, got.size() * sizeof(std::uint64_t));
   EXPECT_EQ(got[0], reinterpret_cast<std::uintptr_t>(c.local(q)));
@@ -83,7 +83,7 @@ TEST(HeapMode, KernelsAndHostAgreeOnEveryPeerAddress) {
   std::vector<std::uint8_t> poison(bytes * c.size(), gnio_test::kPoison);
   gnio_test::to_device(dst, poison.data(), poison.size());
   c.bootstrap().barrier();
-  gather_kernel(c.device_comm(), q, bytes, dst);
+  gather_kernel(c.device_handle(), q, bytes, dst);
   std::vector<std::uint8_t> all(bytes * c.size()), expected(poison);
   gnio_test::to_host(all.data(), dst, all.size());
   for (int r : c.node_ranks())

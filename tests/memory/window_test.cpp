@@ -130,7 +130,7 @@ void check_window(void* buf, std::size_t scale, unsigned salt, const char* what)
   c.bootstrap().barrier();
 
   auto* sizes = static_cast<std::uint64_t*>(c.alloc_device(sizeof(std::uint64_t) * c.size()));
-  pull_kernel(w.device(), scale, sizes);
+  pull_kernel(w.device_handle(), scale, sizes);
   c.bootstrap().barrier();
   EXPECT_EQ(check_own(buf, scale, salt, std::string(what) + " pull"), 0u);
   std::vector<std::uint64_t> got(c.size());
@@ -141,7 +141,7 @@ void check_window(void* buf, std::size_t scale, unsigned salt, const char* what)
   // Push into poisoned slots everywhere.
   fill_own(buf, scale, salt);
   c.bootstrap().barrier();
-  push_kernel(w.device(), scale);
+  push_kernel(w.device_handle(), scale);
   c.bootstrap().barrier();
   EXPECT_EQ(check_own(buf, scale, salt, std::string(what) + " push"), 0u);
   c.free_device(sizes);
@@ -263,7 +263,7 @@ TEST(Window, DeregisterThenRegisterAgain) {
     c.deregister(w);
     EXPECT_FALSE(w.valid());
     EXPECT_FALSE(copy.valid());  // copies share the registration
-    EXPECT_THROW((void)copy.device(), gnio::Error);
+    EXPECT_THROW((void)copy.device_handle(), gnio::Error);
     EXPECT_THROW((void)w.bytes(0), gnio::Error);
     c.deregister(copy);  // already deregistered: nothing happens (no collective)
     c.deregister(w);     // empty: nothing happens

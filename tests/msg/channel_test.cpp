@@ -50,7 +50,7 @@ void fill_messages(std::vector<std::uint8_t>& all, const std::vector<std::size_t
 /// Sets every channel's counters of this rank (slots sent, slots consumed, credits received) to
 /// `start`, as if that many slots had gone both ways already; then every rank is ready.
 void start_counters_at(gnio::Comm& c, const Channels& set, std::uint64_t start) {
-  const DeviceChannels d = set.device();
+  const DeviceChannels d = set.device_handle();
   const std::uint64_t pairs = static_cast<std::uint64_t>(c.size()) * d.tags;
   gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
     for (std::uint64_t i = 0; i < pairs; ++i) {
@@ -99,7 +99,7 @@ void exchange_in_kernel(const gnio::ChannelOptions& o, std::uint64_t start = 0) 
   auto* offsets_dev = static_cast<std::uint64_t*>(c.alloc_device(count * sizeof(std::uint64_t)));
   gnio_test::to_device(offsets_dev, offsets.data(), count * sizeof(std::uint64_t));
 
-  const DeviceChannels d = set.device();
+  const DeviceChannels d = set.device_handle();
   gnio::launch(stream(), {.grid = 2, .block = group_threads<Coop>()}, [=] GNIO_HD() {
     if (gnio::dev::block() == 0) {
       for (std::size_t m = 0; m < count; ++m)
@@ -179,7 +179,7 @@ void many_channels_at_once() {
   auto* bad = static_cast<unsigned long long*>(c.alloc_device(sizeof(unsigned long long)));
   c.fill(bad, 0, sizeof(unsigned long long), stream());
   c.synchronize(stream());
-  const DeviceChannels d = set.device();
+  const DeviceChannels d = set.device_handle();
   constexpr int kGroupsPerBlock = static_cast<int>(gnio::kWarpSize / Coop::size());
   constexpr int kBlocks = kTags / kGroupsPerBlock;
   gnio::launch(stream(), {.grid = 2 * kBlocks, .block = gnio::kWarpSize}, [=] GNIO_HD() {
@@ -232,7 +232,7 @@ GNIO_KERNEL_TEST(Channel, TryRecv) {
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
   Channels set(c, {.tags = 1, .depth = 2, .max_message = 64});
   auto* words = static_cast<std::uint64_t*>(c.alloc_device(4 * sizeof(std::uint64_t)));
-  const DeviceChannels d = set.device();
+  const DeviceChannels d = set.device_handle();
   gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
     std::uint64_t none = 0xABCD;
     const Received early = gnio::try_recv(d.channel(prev, 0), &none, sizeof(none));
@@ -364,7 +364,7 @@ GNIO_KERNEL_TEST(ChannelFault, MessageLargerThanBuffer) {
   auto* buf = static_cast<std::uint8_t*>(c.alloc_device(1024));
   std::vector<std::uint8_t> poison(1024, kPoison);
   gnio_test::to_device(buf, poison.data(), poison.size());
-  const DeviceChannels d = set.device();
+  const DeviceChannels d = set.device_handle();
   std::string message;
   try {
     gnio::launch(stream(), {.grid = 1, .block = 32}, [=] GNIO_HD() {
@@ -405,7 +405,7 @@ GNIO_KERNEL_TEST(ChannelFault, UnmatchedReceiveTimesOut) {
   const int me = c.rank();
   Channels set(c, {.tags = 2, .depth = 2, .max_message = 64});
   auto* buf = static_cast<std::uint8_t*>(c.alloc_device(64));
-  const DeviceChannels d = set.device();
+  const DeviceChannels d = set.device_handle();
   const auto start = std::chrono::steady_clock::now();
   std::string message;
   try {

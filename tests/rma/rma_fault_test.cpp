@@ -79,7 +79,7 @@ TEST(Timeout, SlowProgressIsNotATimeout) {
   const char* t = std::getenv("GNIO_TIMEOUT");
   const std::uint64_t step_ns = static_cast<std::uint64_t>((t ? std::atof(t) : 2.0) * 0.4e9);
   constexpr std::uint64_t kSteps = 6;
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   auto start = std::chrono::steady_clock::now();
   if (c.rank() == 1)
     slow_signal_kernel(dc, sig, kSteps, step_ns, 0);
@@ -98,7 +98,7 @@ TEST(Timeout, WaitSignalNamesCallSiteAndAddress) {
   gnio::Comm& c = comm();
   SymPtr<std::uint64_t> sig = zeroed_signal(c);
   if (c.rank() == 0) {
-    DeviceComm dc = c.device_comm();
+    DeviceComm dc = c.device_handle();
     std::string msg = expect_failure(
         gnio::ErrorClass::Timeout, [&] { wait_forever_kernel(dc, sig); }, 10);
     EXPECT_NE(msg.find("wait_signal"), std::string::npos) << msg;
@@ -147,7 +147,7 @@ TEST(Abort, SynchronizeLetsQueuedWorkEndBeforeThrowing) {
     gnio_test::to_device(src, pattern.data(), bytes);
     LandingBuffer dst(bytes);
     std::memset(dst.p, gnio_test::kPoison, bytes);
-    wait_forever_kernel(c.device_comm(), sig);
+    wait_forever_kernel(c.device_handle(), sig);
     c.copy(dst.p, src, bytes, stream());
     c.abort();
     std::string message = expect_failure(
@@ -168,7 +168,7 @@ TEST(Timeout, SyncNamesTheStalledRank) {
   gnio::Comm& c = comm();
   c.bootstrap().barrier();
   if (c.rank() == 0) {
-    DeviceComm dc = c.device_comm();
+    DeviceComm dc = c.device_handle();
     std::string msg = expect_failure(
         gnio::ErrorClass::Timeout, [&] { sync_kernel(dc); }, 10);
     EXPECT_NE(msg.find("expected from rank 1"), std::string::npos) << msg;
@@ -185,7 +185,7 @@ TEST(BadInput, PeerOutOfRangeIsInvalidArgument) {
   gnio::Comm& c = comm();
   SymPtr<std::uint8_t> buf = c.alloc<std::uint8_t>(64);
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   std::string msg = expect_failure(
       gnio::ErrorClass::InvalidArgument, [&] { put_to_kernel(dc, buf, src, c.size()); }, 10);
   EXPECT_NE(msg.find("put"), std::string::npos) << msg;
@@ -195,7 +195,7 @@ TEST(BadInput, PeerOutOfRangeIsInvalidArgument) {
 TEST(BadInput, OffsetBeyondHeapIsInvalidArgument) {
   gnio::Comm& c = comm();
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   SymPtr<std::uint8_t> beyond{dc.heap_id_, 0, dc.heap_bytes_ - 4};
   expect_failure(
       gnio::ErrorClass::InvalidArgument, [&] { put_to_kernel(dc, beyond, src, 0); }, 10);
@@ -231,7 +231,7 @@ TEST(Unreachable, PeerOnAnotherNodeIsUnsupported) {
   ASSERT_EQ(c.nodes(), 2) << "run with gnio-run --nodes 2";
   SymPtr<std::uint8_t> buf = c.alloc<std::uint8_t>(64);
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   EXPECT_FALSE(dc.is_p2p(1 - c.rank()));
   std::string msg = expect_failure(
       gnio::ErrorClass::Unsupported, [&] { put_to_kernel(dc, buf, src, 1 - c.rank()); }, 10);

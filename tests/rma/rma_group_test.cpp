@@ -114,7 +114,7 @@ void check_group_put(bool shared_src, const char* name) {
   gnio_test::to_device(c.local(ready), zero, sizeof(std::uint64_t));
   gnio_test::to_device(counts, zero, sizeof(zero));
   c.bootstrap().barrier();
-  group_put_kernel<Coop>(c.device_comm(), dst, src, shared_src, n, ready, counts, counts + 1);
+  group_put_kernel<Coop>(c.device_handle(), dst, src, shared_src, n, ready, counts, counts + 1);
   c.synchronize(stream());
   unsigned long long got[2] = {1, 1};
   gnio_test::to_host(got, counts, sizeof(got));

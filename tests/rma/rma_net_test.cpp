@@ -37,7 +37,7 @@ constexpr std::size_t kSkew = 3;
 GNIO_KERNEL_TEST(Net, PeersAreReachedThroughTheProxy) {
   gnio::Comm& c = comm();
   ASSERT_EQ(c.nodes(), 2) << "run with gnio-run --nodes 2";
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   EXPECT_EQ(dc.route(1 - c.rank()), gnio::Route::Proxy);
   EXPECT_EQ(dc.route(c.rank()), gnio::Route::P2P);
   EXPECT_FALSE(dc.is_p2p(1 - c.rank()));
@@ -60,7 +60,7 @@ GNIO_KERNEL_TEST(Net, PutSignalDataVisibleWithSignal) {
   gnio_test::to_device(c.local(sig), &zero, 8);
   gnio_test::to_device(wrong, &zero, 8);
   c.bootstrap().barrier();
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   const int me = c.rank();
   gnio::launch(stream(), {.grid = 1, .block = 32}, [=] GNIO_HD() {
     const gnio::Warp w{};
@@ -114,7 +114,7 @@ GNIO_KERNEL_TEST(Net, QuietCompletesEveryPut) {
   gnio_test::to_device(c.local(dst), poison.data(), poison.size());
   c.bootstrap().barrier();
   if (c.rank() == 0) {
-    DeviceComm dc = c.device_comm();
+    DeviceComm dc = c.device_handle();
     gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
       std::size_t at = 1;
       for (std::size_t s : sizes) {
@@ -156,7 +156,7 @@ GNIO_KERNEL_TEST(Net, PostAfterIdleWakesTheProxy) {
   for (int k = 0; k < kIdleRounds; ++k) host[k] = 0x1000u + static_cast<std::uint64_t>(k) * 7;
   gnio_test::to_device(src, host.data(), host.size() * sizeof(std::uint64_t));
   gnio_test::to_device(c.local(dst), poison.data(), poison.size() * sizeof(std::uint64_t));
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   std::vector<double> ms;
   for (int k = 0; k < kIdleRounds; ++k) {
     c.bootstrap().barrier();
@@ -202,7 +202,7 @@ GNIO_KERNEL_TEST(Net, FreeLetsOperationsInFlightLand) {
   gnio_test::to_device(src, host.data(), host.size());
   c.bootstrap().barrier();
   if (c.rank() == 0) {
-    DeviceComm dc = c.device_comm();
+    DeviceComm dc = c.device_handle();
     gnio::launch(stream(), {.grid = 1, .block = 1},
                  [=] GNIO_HD() { dc.put_nbi(dst, src, kBytes, 1); });
     c.synchronize(stream());
@@ -243,7 +243,7 @@ GNIO_KERNEL_TEST(Net, FenceOrdersPutBeforeSignal) {
   gnio_test::to_device(c.local(sig), &zero, 8);
   gnio_test::to_device(wrong, &zero, 8);
   c.bootstrap().barrier();
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   const int me = c.rank(), peer = 1 - me;
   gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
     dc.put_nbi(dst, src, kBytes, peer);
@@ -299,7 +299,7 @@ GNIO_KERNEL_TEST(Net, StripedPutsKeepTheirOrder) {
   gnio_test::to_device(c.local(sig), zeros, 8);
   gnio_test::to_device(wrong, zeros, 3 * 8);
   c.bootstrap().barrier();
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   const int me = c.rank(), peer = 1 - me;
   gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
     dc.put_nbi(a, src, kBytes, peer);
@@ -409,7 +409,7 @@ GNIO_KERNEL_TEST(NetFault, StagingMismatchIsRefused) {
 
 GNIO_KERNEL_TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
   gnio::Comm& c = comm();
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   const std::uint64_t heap = dc.heap_bytes_;
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
   std::vector<std::uint8_t> host(64);
@@ -475,7 +475,7 @@ GNIO_KERNEL_TEST(NetFault, LinkCutMidTransfer) {
   std::uint64_t zero = 0;
   gnio_test::to_device(c.local(sig), &zero, 8);
   c.bootstrap().barrier();
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   const int me = c.rank();
   const auto start = std::chrono::steady_clock::now();
   gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
@@ -528,7 +528,7 @@ GNIO_KERNEL_TEST(Net, GetAndAtomicsAfterPutSeeIt) {
   const std::uint64_t start = 1000;
   gnio_test::to_device(c.local(word), &start, sizeof(start));
   c.bootstrap().barrier();
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
     dc.put_nbi(buf + kSkew, src + kSkew, kRegion - kSkew, peer);
     dc.get(back + kSkew, buf + kSkew, kRegion - kSkew, peer);
@@ -589,7 +589,7 @@ GNIO_KERNEL_TEST(Net, RequestsBothWaysWhilePutsCross) {
   const std::uint64_t start = 5000;
   gnio_test::to_device(c.local(word), &start, sizeof(start));
   c.bootstrap().barrier();
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   // Two warps: thread 0 puts, thread 32 asks, both paced so that their operations interleave in
   // the proxy's queue (a put every 2 ms, a request pair every 0.25 ms); then the block meets and
   // thread 0 ends the epoch.
@@ -674,7 +674,7 @@ GNIO_KERNEL_TEST(NetFault, ReplyToNoRequestIsRejected) {
   gnio_test::to_device(dst, poison.data(), 256);
   gnio_test::to_device(c.local(buf), bytes.data(), 256);
   c.bootstrap().barrier();
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   const int me = c.rank();
   const auto start = std::chrono::steady_clock::now();
   gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
@@ -698,7 +698,7 @@ GNIO_KERNEL_TEST(NetFault, AtomicReplyToNoRequestIsRejected) {
   const std::uint64_t initial = 40;
   gnio_test::to_device(c.local(word), &initial, sizeof initial);
   c.bootstrap().barrier();
-  DeviceComm dc = c.device_comm();
+  DeviceComm dc = c.device_handle();
   const int me = c.rank();
   const auto start = std::chrono::steady_clock::now();
   gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {

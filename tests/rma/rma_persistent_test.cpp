@@ -96,7 +96,7 @@ TEST(Persistent, KernelOnEverySmReceivesPutsAndSignals) {
   gnio_test::to_device(c.local(ack), zeros.data(), blocks * sizeof(std::uint64_t));
   gnio_test::to_device(wrong, zeros.data(), sizeof(std::uint64_t));
   c.bootstrap().barrier();
-  persistent_kernel(c.device_comm(), blocks, dst, ready, ack, src, wrong, me);
+  persistent_kernel(c.device_handle(), blocks, dst, ready, ack, src, wrong, me);
   c.synchronize(stream());
   std::uint64_t bad = 0;
   gnio_test::to_host(&bad, wrong, sizeof(bad));

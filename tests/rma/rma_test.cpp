@@ -106,7 +106,7 @@ void check_op(Op op, const char* coop_name) {
     }
     c.bootstrap().barrier();
     ++signals;
-    launch_rma<Coop>(op, c.device_comm(), sym, priv, off, bytes, is_get ? right : right, sig,
+    launch_rma<Coop>(op, c.device_handle(), sym, priv, off, bytes, is_get ? right : right, sig,
                      signals);
     // Puts land in my symmetric buffer from my left neighbour; gets land in my private buffer
     // from my right neighbour's symmetric buffer.
@@ -181,7 +181,7 @@ TEST(Rma, SignalsAndComparisons) {
   gnio_test::to_device(c.local(sig), zero.data(), zero.size() * 8);
   auto* results = static_cast<std::uint64_t*>(c.alloc_device(8));
   c.bootstrap().barrier();
-  signal_kernel(c.device_comm(), sig, results, (c.rank() + 1) % c.size());
+  signal_kernel(c.device_handle(), sig, results, (c.rank() + 1) % c.size());
   std::uint64_t ok = 0;
   gnio_test::to_host(&ok, results, 8);
   EXPECT_EQ(ok, 9u);
@@ -239,7 +239,7 @@ void check_atomics() {
   // retries grow with the square of the contenders.
   const bool slow = kSanitized || c.nodes() > 1;
   const unsigned threads = slow ? 16 : 64, adds = kSanitized ? 4 : 8;
-  atomic_kernel<T>(c.device_comm(), words, out, threads, adds);
+  atomic_kernel<T>(c.device_handle(), words, out, threads, adds);
   std::vector<T> got(init.size());
   gnio_test::to_host(got.data(), c.local(words), got.size() * sizeof(T));
   T swapped;
@@ -302,7 +302,7 @@ void check_barrier(const gnio::Team& team, int rounds) {
   std::uint32_t zero = 0;
   gnio_test::to_device(errors, &zero, 4);
   c.bootstrap().barrier();
-  if (team.contains_me()) barrier_kernel<Coop>(c.device_comm(), team, slots, rounds, errors);
+  if (team.contains_me()) barrier_kernel<Coop>(c.device_handle(), team, slots, rounds, errors);
   std::uint32_t bad = 1;
   gnio_test::to_host(&bad, errors, 4);
   EXPECT_EQ(bad, 0u);
@@ -344,7 +344,7 @@ TEST(Rma, BarrierStridedTeam) {
 }
 
 TEST(Rma, HandleReportsIdentity) {
-  DeviceComm dc = comm().device_comm();
+  DeviceComm dc = comm().device_handle();
   EXPECT_EQ(dc.rank(), comm().rank());
   EXPECT_EQ(dc.size(), comm().size());
   EXPECT_EQ(dc.local_size(), comm().local_size());

@@ -323,7 +323,7 @@ std::vector<std::uint8_t> expected_window(const RmaOp& op, int writer, unsigned 
 std::size_t rma_round(RmaState& s, const std::vector<RmaOp>& plan, std::uint64_t round) {
   gnio::Comm& c = comm();
   const int n = c.size(), me = c.rank();
-  const DeviceComm dc = c.device_comm();
+  const DeviceComm dc = c.device_handle();
   auto op_of = [&](int r, int k) -> const RmaOp& {
     return plan[static_cast<std::size_t>(r * kOpsPerRound + k)];
   };

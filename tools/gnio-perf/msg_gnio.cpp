@@ -201,8 +201,8 @@ class MsgBench {
     comm_.fill(wrong_, 0, sizeof(unsigned long long), stream_);
     comm_.synchronize(stream_);
     comm_.bootstrap().barrier();
-    set_ = set.device();
-    set_.comm = comm_.device_comm();  // after the allocations
+    set_ = set.device_handle();
+    set_.comm = comm_.device_handle();  // after the allocations
     route_proxy_ = set_.comm.route(1 - comm_.rank()) == Route::Proxy;
 
     if (comm_.rank() == 0) {

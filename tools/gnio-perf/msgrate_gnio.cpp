@@ -155,7 +155,7 @@ class RateBench {
     comm_.fill(comm_.local(signals_), 0, grid_ * sizeof(std::uint64_t), stream_);
     comm_.fill(failures_, 0, sizeof(std::uint32_t), stream_);
     comm_.synchronize(stream_);
-    const DeviceComm dc = comm_.device_comm();  // after the allocations (they may grow the heap)
+    const DeviceComm dc = comm_.device_handle();  // after the allocations (they may grow the heap)
     const int peer = 1 - comm_.rank();
     const bool route_proxy = dc.route(peer) == Route::Proxy;
 

@@ -66,7 +66,7 @@ class GnioRma final : public RmaLibrary {
     comm_.fill(words_, 0, 2 * sizeof(std::uint64_t), stream_);
     // The device handle is taken after the allocations: they may have grown the heap.
     ctx_ = std::make_unique<GnioKernelContext>(GnioKernelContext{
-        comm_.device_comm(), sym_, priv_, signals_, layout, words_, stream_,
+        comm_.device_handle(), sym_, priv_, signals_, layout, words_, stream_,
         on_gpu() ? LaunchDims{.grid = 1024, .block = 256} : LaunchDims{.grid = 1, .block = 2}});
     // A background pattern everywhere: bytes a measurement reads beyond what a check prepared
     // (other get windows) are never zeros.

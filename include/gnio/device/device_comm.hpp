@@ -1,5 +1,5 @@
 // DeviceComm: the communicator as kernels see it. A trivially copyable handle that
-// Comm::device_comm() returns and kernels take by value. It turns symmetric pointers into
+// Comm::device_handle() returns and kernels take by value. It turns symmetric pointers into
 // addresses (local and peer), and every device-side operation (put/get/signal/atomics/waits/
 // barriers) is a member of it; the definitions are in impl/device_comm_impl.hpp.
 //

@@ -1,5 +1,5 @@
 // DeviceWindow: a registered user buffer (gnio::Window, Comm::register_buffer) as kernels see it.
-// A trivially copyable handle that Window::device() returns and kernels take by value; it turns
+// A trivially copyable handle that Window::device_handle() returns and kernels take by value; it turns
 // (peer, byte offset) into an address this rank can load and store.
 //
 // Behind it is a small table in device memory, one entry per rank of this node: the address at
@@ -22,7 +22,7 @@ struct DeviceWindowEntry {
   std::uint64_t bytes = 0;
 };
 
-/// The device-side handle of a registered buffer. Fields are filled by Window::device(); treat
+/// The device-side handle of a registered buffer. Fields are filled by Window::device_handle(); treat
 /// them as private and use the member functions.
 struct DeviceWindow {
   const DeviceWindowEntry* peers_ = nullptr;   ///< [local_size_] by node-local index
