@@ -68,7 +68,6 @@ Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, char* heap_base, std::ui
   handle_.slots = reinterpret_cast<ProxyDesc*>(aligned + sizeof(ProxyRing));
   handle_.results = reinterpret_cast<ProxyResult*>(handle_.slots + n);
   handle_.inline_data = reinterpret_cast<char*>(handle_.results + n);
-
   // The ticket counter: device memory, zeroed in stream order before any kernel can post.
   handle_.tail = static_cast<std::uint64_t*>(backend_.alloc_device(sizeof(std::uint64_t)));
   backend_.fill(handle_.tail, 0, sizeof(std::uint64_t), stream_);
