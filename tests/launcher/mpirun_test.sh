@@ -19,13 +19,7 @@ unset MASTER_ADDR MASTER_PORT GNIO_BOOTSTRAP_ADDR GNIO_BOOTSTRAP_PORT GNIO_JOB_T
 mpirun=(mpirun --oversubscribe --mca btl_vader_single_copy_mechanism none -x GNIO_BACKEND
   -x GNIO_RENDEZVOUS_DIR -x GNIO_DEBUG)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-failures=0
-check() {  # check WHAT CONDITION...
-  local what=$1
-  shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
-count_is() { [ "$(grep -c -- "$2" "$1")" = "$3" ]; }
+source "$(dirname "$0")/checks.sh"
 no_file_left() { ! ls "$tmp"/gnio-rendezvous-* >/dev/null 2>&1; }
 
 GNIO_DEBUG=INFO timeout 120 "${mpirun[@]}" -np 3 "$info" --json >"$tmp/info.out" 2>"$tmp/info.err"
@@ -72,12 +66,4 @@ job_rc=$?
 check "the job completes despite the stray" test "$job_rc" = 0
 check "with its own 3 ranks" count_is "$tmp/late.out" '"launcher":"openmpi"' 3
 
-if [ "$failures" -gt 0 ]; then
-  for f in "$tmp"/*.err* "$tmp"/late.out; do
-    [ -f "$f" ] || continue
-    echo "== $f"
-    grep -v '^{' "$f" | tail -8
-  done
-  exit 1
-fi
-echo "mpirun: all checks passed"
+finish mpirun "$tmp"/*.err* "$tmp"/late.out

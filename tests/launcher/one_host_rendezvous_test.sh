@@ -12,12 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export GNIO_BACKEND=host GNIO_RENDEZVOUS_DIR=$tmp
 unset MASTER_ADDR MASTER_PORT GNIO_BOOTSTRAP_ADDR GNIO_BOOTSTRAP_PORT GNIO_JOB_TOKEN RANK WORLD_SIZE
-failures=0
-check() {  # check WHAT CONDITION...
-  local what=$1
-  shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+source "$(dirname "$0")/checks.sh"
 
 # Open MPI's variables for rank $1 of $2 (all on this host), job $3.
 ompi() { echo "OMPI_COMM_WORLD_RANK=$1 OMPI_COMM_WORLD_SIZE=$2 OMPI_COMM_WORLD_LOCAL_RANK=$1 OMPI_COMM_WORLD_LOCAL_SIZE=$2 OMPI_MCA_ess_base_jobid=$3"; }

@@ -83,13 +83,7 @@ echo "ok: a private Slurm on ports $ctl_port/$node_port"
 export GNIO_BACKEND=host GNIO_RENDEZVOUS_DIR=$tmp/rendezvous
 unset MASTER_ADDR MASTER_PORT GNIO_BOOTSTRAP_ADDR GNIO_BOOTSTRAP_PORT GNIO_JOB_TOKEN RANK WORLD_SIZE
 srun=(timeout 180 srun --overcommit --kill-on-bad-exit=1)
-failures=0
-check() {  # check WHAT CONDITION...
-  local what=$1
-  shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
-count_is() { [ "$(grep -c -- "$2" "$1")" = "$3" ]; }
+source "$(dirname "$0")/checks.sh"
 
 GNIO_DEBUG=INFO "${srun[@]}" --mpi=pmix -n 3 "$info" --json >"$tmp/pmix.out" 2>"$tmp/pmix.err"
 check "srun --mpi=pmix -n 3 gnio-info --json: 3 ranks say slurm" \
@@ -120,12 +114,4 @@ GNIO_DEBUG=WARN "${srun[@]}" --mpi=pmix -n 4 "$tmp/two_nodes.sh" "$perf" coll --
 check "srun --mpi=pmix -n 4 over 2 simulated nodes: every collective checked" \
   grep -q "all data checks passed" "$tmp/nodes.out"
 
-if [ "$failures" -gt 0 ]; then
-  for f in "$tmp"/*.err "$tmp"/*.out "$tmp"/log/*.log; do
-    [ -f "$f" ] || continue
-    echo "== $f"
-    grep -v '^{' "$f" | tail -8
-  done
-  exit 1
-fi
-echo "srun: all checks passed"
+finish srun "$tmp"/*.err "$tmp"/*.out "$tmp"/log/*.log
