@@ -30,7 +30,8 @@
 
 namespace gnio {
 
-/// The kernels' view of a Channels set (Channels::device_handle()); trivially copyable, pass by value.
+/// The kernels' view of a Channels set (Channels::device_handle()); trivially copyable, pass by
+/// value.
 struct DeviceChannels {
   DeviceComm comm;
   /// Receive rings: [from rank][tag][slot] of `slot_bytes` each (in the receiver's heap).

@@ -1,6 +1,6 @@
 // DeviceWindow: a registered user buffer (gnio::Window, Comm::register_buffer) as kernels see it.
-// A trivially copyable handle that Window::device_handle() returns and kernels take by value; it turns
-// (peer, byte offset) into an address this rank can load and store.
+// A trivially copyable handle that Window::device_handle() returns and kernels take by value; it
+// turns (peer, byte offset) into an address this rank can load and store.
 //
 // Behind it is a small table in device memory, one entry per rank of this node: the address at
 // which this process sees that rank's buffer, and the buffer's size. The handle is valid while
@@ -22,8 +22,8 @@ struct DeviceWindowEntry {
   std::uint64_t bytes = 0;
 };
 
-/// The device-side handle of a registered buffer. Fields are filled by Window::device_handle(); treat
-/// them as private and use the member functions.
+/// The device-side handle of a registered buffer. Fields are filled by
+/// Window::device_handle(); treat them as private and use the member functions.
 struct DeviceWindow {
   const DeviceWindowEntry* peers_ = nullptr;   ///< [local_size_] by node-local index
   const std::int16_t* local_index_ = nullptr;  ///< [size_] node-local index or -1 (non-contiguous)
