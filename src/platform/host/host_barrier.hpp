@@ -5,14 +5,14 @@
 // already waiting (std::barrier::arrive_and_drop does that, but its completion step and the
 // libstdc++ tree implementation are more than we need and harder to reason about under TSan).
 // This one is a counter plus a generation word: the last arriver bumps the generation and wakes
-// the waiters through a futex (host_futex.hpp). Waiters therefore sleep in the kernel instead of
+// the waiters through a futex (base/futex.hpp). Waiters therefore sleep in the kernel instead of
 // spinning, which is what keeps 8 ranks x ~100 kernel threads usable on a 2-core CI machine.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
-#include "platform/host/host_futex.hpp"
+#include "base/futex.hpp"
 
 namespace gnio::platform::host {
 

@@ -4,7 +4,7 @@
 //
 // Design:
 // * A worker is a detached pthread that sleeps on its own 32-bit sequence word (a futex, see
-//   host_futex.hpp). To give it a job the dispatcher writes the job, then increments the word
+//   base/futex.hpp). To give it a job the dispatcher writes the job, then increments the word
 //   with release and wakes it; the worker acquires the word, reads the job, runs one kernel thread.
 // * A launch takes all grid x block workers from the pool in one step under the pool lock, and
 //   only then wakes them. So every thread of a launch is guaranteed to be running before any of
@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "base/fail.hpp"
+#include "base/futex.hpp"
 #include "gnio/config.hpp"
 #include "gnio/log.hpp"
-#include "platform/host/host_futex.hpp"
 #include "platform/host/host_stream.hpp"
 
 namespace gnio::detail {

@@ -1,9 +1,7 @@
 #include "transport/proxy/proxy.hpp"
 
-#include <linux/futex.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -11,6 +9,7 @@
 
 #include "base/deadline.hpp"
 #include "base/fail.hpp"
+#include "base/futex.hpp"
 #include "base/thread_name.hpp"
 #include "gnio/config.hpp"
 #include "gnio/device/atomic.hpp"
@@ -24,7 +23,7 @@ namespace gnio {
 void detail::host_ring_doorbell(ProxyRing* ring) {
   if (dev::atomic_exchange(&ring->sleeping, 0u, dev::Order::SeqCst) == 0) return;
   if (ring->doorbell < 0) {
-    (void)::syscall(SYS_futex, &ring->sleeping, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    futex_wake(&ring->sleeping, 1);
   } else {
     const std::uint64_t one = 1;
     (void)!::write(ring->doorbell, &one, sizeof(one));
@@ -105,7 +104,7 @@ void Proxy::sleep_until_rung(std::chrono::microseconds poll, int other_fd,
     const timespec ts{us / 1000000, (us % 1000000) * 1000};
     if (doorbell_fd_ < 0) {
       // Returns at once if the doorbell rang since the announcement (the word is 0 again).
-      (void)::syscall(SYS_futex, &ring_->sleeping, FUTEX_WAIT_PRIVATE, 1u, &ts, nullptr, 0);
+      futex_sleep(&ring_->sleeping, 1u, &ts);
     } else {
       pollfd fds[2] = {{doorbell_fd_, POLLIN, 0}, {other_fd, POLLIN, 0}};
       (void)::ppoll(fds, other_fd >= 0 ? 2 : 1, &ts, nullptr);

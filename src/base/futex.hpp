@@ -1,5 +1,5 @@
-// Waiting on a 32-bit atomic word: the one blocking primitive of the host backend's kernel
-// threads (pool mailboxes, block and warp barriers).
+// Waiting on a 32-bit word: the one blocking primitive of the host backend's kernel threads (pool
+// mailboxes, block and warp barriers) and of the network proxy's idle thread (its doorbell).
 //
 // Policy: a few pause instructions, then up to kFutexYields sched_yield() calls, then FUTEX_WAIT.
 // The yields matter most. On the 2 oversubscribed CI cores a thread that arrives early at a
@@ -31,7 +31,7 @@
 #include <immintrin.h>
 #endif
 
-namespace gnio::platform::host {
+namespace gnio {
 
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
                   std::atomic<std::uint32_t>::is_always_lock_free,
@@ -57,6 +57,17 @@ inline std::uint32_t* futex_word(std::atomic<std::uint32_t>& a) noexcept {
   return reinterpret_cast<std::uint32_t*>(&a);
 }
 
+/// Sleeps while `*word` holds `old`, for at most `timeout` (nullptr: no limit); returns at once
+/// (EAGAIN) if it no longer does, and may return early (a wake, a signal): callers re-check.
+inline void futex_sleep(std::uint32_t* word, std::uint32_t old, const timespec* timeout) noexcept {
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, old, timeout, nullptr, 0);
+}
+
+/// Wakes up to `n` threads sleeping on `word`. Call after changing it.
+inline void futex_wake(std::uint32_t* word, int n) noexcept {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);
+}
+
 /// The spin and yield phase of a wait: true when `a` changed from `old` (acquire) meanwhile.
 inline bool futex_spin_while(std::atomic<std::uint32_t>& a, std::uint32_t old) noexcept {
   for (int i = 0; i < kFutexSpins; ++i) {
@@ -75,7 +86,7 @@ inline void futex_wait_while(std::atomic<std::uint32_t>& a, std::uint32_t old) n
   if (futex_spin_while(a, old)) return;
   while (a.load(std::memory_order_acquire) == old) {
     // Returns at once (EAGAIN) if the word changed since the load: no lost wakeups.
-    syscall(SYS_futex, futex_word(a), FUTEX_WAIT_PRIVATE, old, nullptr, nullptr, 0);
+    futex_sleep(futex_word(a), old, nullptr);
   }
 }
 
@@ -89,19 +100,19 @@ inline bool futex_wait_while_for(std::atomic<std::uint32_t>& a, std::uint32_t ol
     if (left <= std::chrono::nanoseconds::zero()) return false;
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
     timespec ts{static_cast<std::time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
-    syscall(SYS_futex, futex_word(a), FUTEX_WAIT_PRIVATE, old, &ts, nullptr, 0);
+    futex_sleep(futex_word(a), old, &ts);
   }
   return true;
 }
 
 /// Wakes every thread sleeping in futex_wait_while(a, ...). Call after changing `a`.
 inline void futex_wake_all(std::atomic<std::uint32_t>& a) noexcept {
-  syscall(SYS_futex, futex_word(a), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  futex_wake(futex_word(a), INT_MAX);
 }
 
 /// Wakes one thread sleeping in futex_wait_while(a, ...). Call after changing `a`.
 inline void futex_wake_one(std::atomic<std::uint32_t>& a) noexcept {
-  syscall(SYS_futex, futex_word(a), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  futex_wake(futex_word(a), 1);
 }
 
-}  // namespace gnio::platform::host
+}  // namespace gnio
