@@ -204,7 +204,7 @@ bool TcpProxy::Sender::take_descriptors() {
   bool busy = false;
   for (int taken = 0; taken < kDescriptorsPerTurn && !striped_.active; ++taken) {
     ProxyDesc* slot = p_.handle_.slots + (next_ & mask_);
-    if (dev::atomic_load(&slot->seq, dev::Order::Acquire) != next_ + 1) break;
+    if (!p_.descriptor_published(next_)) break;
     const Clock::time_point seen = p_.stats() ? Clock::now() : Clock::time_point{};
     const int peer = slot->peer;
     // A put to be striped waits until this rank's earlier frames to that peer on lane 0 were

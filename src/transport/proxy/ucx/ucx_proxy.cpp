@@ -1095,7 +1095,7 @@ void UcxProxy::progress_loop() {
     if (!failed() && !word_ticket_) {
       for (int taken = 0; taken < 64; ++taken) {
         const ProxyDesc* slot = handle_.slots + (next & mask);
-        if (dev::atomic_load(&slot->seq, dev::Order::Acquire) != next + 1) break;
+        if (!descriptor_published(next)) break;
         const ProxyDesc d = *slot;
         tickets_.push_back(Ticket{});
         Ticket& t = tickets_.back();
