@@ -145,8 +145,9 @@ GNIO_KERNEL_TEST(Net, QuietCompletesEveryPut) {
 /// its doorbell, with a 50 ms sleep as the backstop; on GPUs for up to 200 us). After an idle
 /// spell longer than that backstop, a put + quiet to the other node must complete at once, not
 /// when the proxy next looks by itself: rank 0 times 15 such rounds (launch to synchronize), the
-/// data of each checked at rank 1. A doorbell that went unheard made each round take 20 ms here
-/// (0.3 ms when heard).
+/// data of each checked at rank 1. Heard, the median was 0.2-0.3 ms on a quiet machine and 8-9.4
+/// ms with both cores compiling; with the doorbell unheard it was 40-90 ms (the proxy sleeps
+/// again right after each put, so rounds without the idle spell cannot serve as a baseline).
 GNIO_KERNEL_TEST(Net, PostAfterIdleWakesTheProxy) {
   gnio::Comm& c = comm();
   constexpr int kIdleRounds = 15;
@@ -160,7 +161,7 @@ GNIO_KERNEL_TEST(Net, PostAfterIdleWakesTheProxy) {
   std::vector<double> ms;
   for (int k = 0; k < kIdleRounds; ++k) {
     c.bootstrap().barrier();
-    std::this_thread::sleep_for(std::chrono::milliseconds(80));  // past the proxy's backstop
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past the proxy's backstop
     if (c.rank() != 0) continue;
     const auto t0 = std::chrono::steady_clock::now();
     gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
@@ -175,9 +176,9 @@ GNIO_KERNEL_TEST(Net, PostAfterIdleWakesTheProxy) {
   if (c.rank() == 0) {
     std::sort(ms.begin(), ms.end());
     const double median = ms[ms.size() / 2];
-    std::printf("put + quiet after 80 ms idle: median %.3f ms, min %.3f, max %.3f\n", median,
+    std::printf("put + quiet after 60 ms idle: median %.3f ms, min %.3f, max %.3f\n", median,
                 ms.front(), ms.back());
-    EXPECT_LT(median, 8.0) << "the proxy did not wake for descriptors posted after an idle spell";
+    EXPECT_LT(median, 15.0) << "the proxy did not wake for descriptors posted after an idle spell";
   } else {
     std::vector<std::uint64_t> got(kIdleRounds);
     gnio_test::to_host(got.data(), c.local(dst), got.size() * sizeof(std::uint64_t));
