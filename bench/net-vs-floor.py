@@ -4,7 +4,7 @@
     bench/net-vs-floor.py --floor FLOOR.json FILE.json [FILE.json ...] [--streams N]
                           [--markdown OUT.md] [--title TEXT]
 
-FLOOR.json is `gnio-tcp-floor --json` (bench/tools/tcp_floor.cpp); each FILE.json a gnio-perf
+FLOOR.json is `gnio-tcp-floor --json` (perf/probes/tcp_floor.cpp); each FILE.json a gnio-perf
 `rma`, `coll` or `msgrate` file from a run through the proxy (ranks on different nodes, or
 `gnio-run --nodes 2`) in the same session. Per row:
 

@@ -75,7 +75,7 @@ for coll in $colls; do
   start=$SECONDS
   set +e
   "$build/tools/gnio-run/gnio-run" -n "$ranks" --timeout 900 --no-prefix -- \
-    "$build/tools/gnio-perf/gnio-perf" coll --coll "$coll" --vs-nccl "$@" \
+    "$build/perf/gnio-perf/gnio-perf" coll --coll "$coll" --vs-nccl "$@" \
     --json "$out/coll-$coll.json" 2>&1 | tee "$out/coll-$coll.txt"
   rc=${PIPESTATUS[0]}
   set -e

@@ -15,7 +15,7 @@ set -uo pipefail
 B=${1:?usage: run-eth.sh BUILD_DIR [OUT_DIR]}
 out=${2:-.}
 mkdir -p "$out"
-tool=$B/bench/tools/gnio-eth-bench
+tool=$B/perf/probes/gnio-eth-bench
 run=$B/tools/gnio-run/gnio-run
 [ "$(id -u)" = 0 ] || { echo "run-eth.sh: needs root (network namespaces, AF_XDP)" >&2; exit 77; }
 tag=gb$$

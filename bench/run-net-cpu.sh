@@ -18,7 +18,7 @@ build=${BUILD:-$root/build}
 out=${OUT:-$root/out/net-cpu}
 mkdir -p "$out"
 run=$build/tools/gnio-run/gnio-run
-perf=$build/tools/gnio-perf/gnio-perf
+perf=$build/perf/gnio-perf/gnio-perf
 configs=("tcp:GNIO_NET=tcp" "ucx:GNIO_NET=ucx" "ucx-tcp:GNIO_NET=ucx UCX_TLS=tcp")
 # STAGED=1 adds the staged paths GPUs without GPUDirect take, forced on the host backend: tcp
 # through bounce buffers, and ucx (over its tcp transport) with heap data as request messages.
@@ -32,7 +32,7 @@ configs=("tcp:GNIO_NET=tcp" "ucx:GNIO_NET=ucx" "ucx-tcp:GNIO_NET=ucx UCX_TLS=tcp
 launch=("$run" -n 2 --nodes 2 --bind "${BIND:-cores}" --timeout 600 --)
 [ "${NETNS:-0}" = 1 ] && launch=("$root/tests/common/netns_run.sh" 1)
 # The floor first: raw TCP on this machine, what every figure below is a ratio to (vs-floor.md).
-"$build/bench/tools/gnio-tcp-floor" --json "$out/floor.json" | tee "$out/floor.txt"
+"$build/perf/probes/gnio-tcp-floor" --json "$out/floor.json" | tee "$out/floor.txt"
 for c in "${configs[@]}"; do
   name=${c%%:*}
   echo "== $name: ${c#*:}"

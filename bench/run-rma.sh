@@ -73,9 +73,9 @@ run() {  # run NAME PROGRAM: one benchmark under gnio-run, its output to the ter
 }
 
 status=0
-run gnio-rma "$build/tools/gnio-perf/gnio-perf" "$@" || status=$?
+run gnio-rma "$build/perf/gnio-perf/gnio-perf" "$@" || status=$?
 if [ "$have_nvshmem" = 1 ]; then
-  run nvshmem-rma "$build/bench/nvshmem/nvshmem-perf" "$@" || status=$?
+  run nvshmem-rma "$build/perf/nvshmem/nvshmem-perf" "$@" || status=$?
   if [ -f "$out/gnio-rma.json" ] && [ -f "$out/nvshmem-rma.json" ]; then
     echo >&2
     python3 "$root/bench/compare.py" "$out/gnio-rma.json" "$out/nvshmem-rma.json" \

@@ -11,7 +11,7 @@ build=${BUILD:-$root/build}
 out=${OUT:-$root/out/scale}
 mkdir -p "$out"
 run=$build/tools/gnio-run/gnio-run
-probe=$build/bench/scale/gnio-scale-probe
+probe=$build/perf/scale/gnio-scale-probe
 files=()
 for n in ${SIZES:-2 4 8 16 32}; do
   nodes=$((n / 2))

@@ -31,7 +31,7 @@ point() {  # point COLL SETTING ENV... -- gnio-perf options: one run, its rows a
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
   env "${envs[@]}" "$build/tools/gnio-run/gnio-run" -n "$ranks" --timeout 120 --no-prefix -- \
-    "$build/tools/gnio-perf/gnio-perf" coll --coll "$coll" -d f32 -o sum --inplace 0 "$@" 2>&1 \
+    "$build/perf/gnio-perf/gnio-perf" coll --coll "$coll" -d f32 -o sum --inplace 0 "$@" 2>&1 \
     | awk -v c="$coll" -v s="$setting" '/^ +[0-9]/ { printf "%-14s %-22s %-8s %11s %9s %8s\n", c, s, $6, $1, $7, $9 }
                                        /wrong|error|Error/ { print "# " c " " s ": " $0 }' \
     | tee -a "$out/tune.txt"

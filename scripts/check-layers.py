@@ -5,7 +5,9 @@
   * a file outside src/platform/<backend>/ includes that backend's private headers, or
     dynamic_casts to a concrete backend outside src/platform/;
   * the bindings and tools (tools/, python/, nccl/, examples/) include anything but gnio's public
-    headers (include/gnio/).
+    headers (include/gnio/);
+  * the performance programs (perf/) include anything but the public headers and the harness they
+    share (perf/harness/, which itself includes only the public headers).
 
 Exit status: 0 when the number of violations is at most --allow (default 0; CI allows none),
 else 1.
@@ -44,7 +46,7 @@ def violations():
             continue
         rel = path.relative_to(ROOT)
         parts = rel.parts
-        if parts[0].startswith("build") or parts[0] in (".deps", "bench", "tests", "include"):
+        if parts[0].startswith("build") or parts[0] in (".deps", "tests", "include"):
             continue
         text = path.read_text(errors="replace")
         for m in INCLUDE.finditer(text):
@@ -65,8 +67,13 @@ def violations():
                         found.append(f"{where}: {inc} is the {backend} backend's private header")
             elif parts[0] in ("tools", "python", "nccl", "examples"):
                 local = (path.parent / inc).exists()
-                if not inc.startswith("gnio/") and not local and not inc.startswith("common/"):
+                if not inc.startswith("gnio/") and not local:
                     found.append(f"{where}: {parts[0]} includes {inc} (not a public header)")
+            elif parts[0] == "perf":
+                local = (path.parent / inc).exists()
+                harness = inc.startswith("harness/") and parts[1] != "harness"
+                if not inc.startswith("gnio/") and not local and not harness:
+                    found.append(f"{where}: perf includes {inc} (neither public nor the harness)")
         if not (parts[0] == "src" and len(parts) > 1 and parts[1] == "platform"):
             for m in CAST.finditer(text):
                 if m.group(1) != "Backend":

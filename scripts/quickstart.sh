@@ -11,7 +11,7 @@ if command -v nvidia-smi >/dev/null; then gpus=$(nvidia-smi -L 2>/dev/null | gre
 cuda=AUTO
 [ "$gpus" -ge 2 ] || cuda=OFF
 BUILD_TYPE=Release "$root/scripts/build.sh" "$root/build" -DGNIO_BUILD_TESTS=OFF -DGNIO_CUDA=$cuda
-bin=$root/build/tools
+b=$root/build
 export NCCL_NVLS_ENABLE=0
 if [ "$gpus" -ge 2 ]; then
   echo "gnio quickstart: $gpus GPUs found; running gnio-perf on 2 GPUs"
@@ -20,7 +20,7 @@ else
   echo "gnio quickstart: no pair of GPUs found; running gnio-perf on the host backend (CPU threads)"
   export GNIO_BACKEND=host
 fi
-run() { "$bin/gnio-run/gnio-run" -n 2 -- "$bin/gnio-perf/gnio-perf" "$@"; }
+run() { "$b/tools/gnio-run/gnio-run" -n 2 -- "$b/perf/gnio-perf/gnio-perf" "$@"; }
 if [ -n "${GNIO_PERF_ARGS:-}" ]; then
   run $GNIO_PERF_ARGS
 else

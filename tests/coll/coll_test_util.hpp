@@ -1,5 +1,5 @@
 // Shared pieces of the collective tests: the exact inputs and expected results (in
-// bench/common/coll_data.hpp, shared with gnio-perf coll: every partial result of every reduction
+// perf/harness/coll_data.hpp, shared with gnio-perf coll: every partial result of every reduction
 // order is exact, so every algorithm must produce the expected bits), poisoned outputs and #wrong
 // counts reported as test failures.
 #pragma once
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/coll_data.hpp"
+#include "harness/coll_data.hpp"
 #include "common/gnio_test.hpp"
 #include "gnio/coll.hpp"
 

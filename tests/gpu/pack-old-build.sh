@@ -28,7 +28,7 @@ bash "$work/src/scripts/build.sh" "$work/build" -DGNIO_CUDA=ON -DCMAKE_CUDA_ARCH
   -DGNIO_WERROR=OFF --target gnio gnio-perf
 
 mkdir -p "$work/pack/.old/ucx"
-cp -L "$work/build/src/libgnio.so.0" "$work/build/tools/gnio-perf/gnio-perf" "$work/pack/.old/"
+cp -L "$work/build/src/libgnio.so.0" "$work/build/perf/gnio-perf/gnio-perf" "$work/pack/.old/"
 strip "$work/pack/.old/libgnio.so.0" "$work/pack/.old/gnio-perf"
 # The UCX libraries (and what they need) the old library linked, if any.
 ldd "$work/pack/.old/libgnio.so.0" | awk '/lib(ucp|ucs|uct|ucm|numa)\./ {print $3}' |

@@ -107,7 +107,7 @@ jobs=$(nproc)
 gpu_count=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 B=$root/build-gpu
 R=$B/tools/gnio-run/gnio-run
-P=$B/tools/gnio-perf/gnio-perf
+P=$B/perf/gnio-perf/gnio-perf
 nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
 [ -n "$nccl_dir" ] && export GNIO_BENCH_NCCL_LIB=$nccl_dir/lib/libnccl.so.2
 
@@ -209,14 +209,14 @@ run_step() {
         $R -n 2 -- $B/tools/gnio-info/gnio-info --json &&
         $R -n 2 -- $B/examples/request_response/request_response 200 &&
         GNIO_NET=tcp $R -n 2 --nodes 2 -- $B/examples/request_response/request_response 50" ;;
-    init) step init "$R" -n 2 -- "$B/bench/init/init_bench" 9 ;;
+    init) step init "$R" -n 2 -- "$B/perf/init/init_bench" 9 ;;
     coll) step coll env BUILD="$B" OUT="$r/coll" bench/run-coll.sh ;;
     coll-eager)
       step coll-eager env BUILD="$B" OUT="$r/coll-eager" COLLS=allreduce bench/run-coll.sh \
         -b 8 -e 1G -f 2 -d f32 -o sum --inplace 0 -G 0 ;;
     tune) step tune env BUILD="$B" OUT="$r/tune" bench/tune-coll.sh ;;
     rma) step rma env BUILD="$B" OUT="$r/rma" bench/run-rma.sh ;;
-    probe) [ -x "$B/bench/tools/gnio-p2p-probe" ] && step probe "$B/bench/tools/gnio-p2p-probe" ;;
+    probe) [ -x "$B/perf/probes/gnio-p2p-probe" ] && step probe "$B/perf/probes/gnio-p2p-probe" ;;
     quick)
       local vs=--vs-nccl
       [ "$gpu_count" -lt 2 ] && vs=
@@ -234,7 +234,7 @@ run_step() {
       done ;;
     net)
       mkdir -p "$r/net"
-      step net-floor "$B/bench/tools/gnio-tcp-floor" --json "$r/net/floor.json"
+      step net-floor "$B/perf/probes/gnio-tcp-floor" --json "$r/net/floor.json"
       step net-allreduce env GNIO_NET=tcp NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket \
         "$R" -n 2 --nodes 2 --timeout "${NET_TIMEOUT:-300}" -- "$P" coll --coll allreduce -b 8 \
         -e "${NET_AR_MAX:-${NET_MAX:-256M}}" -f 4 --vs-nccl --json "$r/net/allreduce-tcp.json"
@@ -257,7 +257,7 @@ run_step() {
       local shape=(${NET_RATE_SHAPE:---grid 8 --block 128 -n 200})
       local parts=" ${NET_PARTS:-lat rate put allreduce} "
       [ -f "$r/net/floor.json" ] ||
-        step net-floor "$B/bench/tools/gnio-tcp-floor" --json "$r/net/floor.json"
+        step net-floor "$B/perf/probes/gnio-tcp-floor" --json "$r/net/floor.json"
       [[ $parts == *" lat "* ]] && step net-lat env GNIO_NET=tcp $C "$R" -n 2 --nodes 2 --timeout 120 -- "$P" rma \
         --op put,put_signal --scope block --mode lat -b 8 -e 64K -f 8 --reps 3 \
         --json "$r/net/rma-lat-tcp.json"
@@ -548,8 +548,8 @@ run_step() {
       local no_nccl=()  # on one GPU gnio's creation is timed alone
       [ "$gpu_count" -lt 2 ] && no_nccl=(--no-nccl)
       step mpirun-create-time env -u MASTER_ADDR -u MASTER_PORT timeout 60 mpirun "${x[@]}" -np 2 \
-        "$B/bench/init/init_bench" 5 "${no_nccl[@]}"
-      step gnio-run-create-time "$R" -n 2 -- "$B/bench/init/init_bench" 5 "${no_nccl[@]}" ;;
+        "$B/perf/init/init_bench" 5 "${no_nccl[@]}"
+      step gnio-run-create-time "$R" -n 2 -- "$B/perf/init/init_bench" 5 "${no_nccl[@]}" ;;
     *) echo "session-run.sh: unknown step '$1'" >&2; return 2 ;;
   esac
 }

@@ -43,7 +43,7 @@ struct Args {
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "gnio-eth-bench: %s (see the file comment of bench/tools/eth_bench.cpp)\n",
+  std::fprintf(stderr, "gnio-eth-bench: %s (see the file comment of perf/probes/eth_bench.cpp)\n",
                why);
   std::exit(2);
 }

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "common/creation_timing.hpp"
-#include "common/nccl_dl.hpp"
+#include "harness/creation_timing.hpp"
+#include "harness/nccl_dl.hpp"
 #include "gnio/comm.hpp"
 
 #if defined(__CUDACC__)

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "common/nccl_dl.hpp"
+#include "harness/nccl_dl.hpp"
 #include "gnio/bootstrap.hpp"
 #include "gnio/error.hpp"
 

@@ -1,4 +1,4 @@
-// nvshmem-perf: gnio-perf's RMA suite (tools/gnio-perf/rma_suite.hpp) run on NVSHMEM, for a
+// nvshmem-perf: gnio-perf's RMA suite (perf/harness/rma_suite.hpp) run on NVSHMEM, for a
 // side-by-side comparison with the same operations, sizes, iterations, timing and data checks.
 //
 //   gnio-run -n 2 -- nvshmem-perf rma [the options of gnio-perf rma]
@@ -19,12 +19,12 @@
 #include <thread>
 #include <vector>
 
-#include "driver.hpp"
-#include "event_timer.hpp"
+#include "harness/driver.hpp"
+#include "harness/event_timer.hpp"
 #include "gnio/bootstrap.hpp"
 #include "gnio/error.hpp"
 #include "nvshmem_kernels.hpp"
-#include "rma_suite.hpp"
+#include "harness/rma_suite.hpp"
 
 namespace gnio::perf::nvshmem_bench {
 namespace {

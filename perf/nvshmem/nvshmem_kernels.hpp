@@ -1,12 +1,12 @@
-// nvshmem-perf's kernels: the measurements of gnio-perf rma (tools/gnio-perf/rma_suite.hpp),
+// nvshmem-perf's kernels: the measurements of gnio-perf rma (perf/harness/rma_suite.hpp),
 // written against NVSHMEM 3.4's device API, plus the fill/check kernels. Plain CUDA launches on
 // one stream.
 #pragma once
 
 #include <cstdint>
 
-#include "rma_model.hpp"
-#include "rma_suite.hpp"
+#include "harness/rma_model.hpp"
+#include "harness/rma_suite.hpp"
 
 struct CUstream_st;
 

@@ -25,14 +25,14 @@
 #include <string>
 #include <vector>
 
-#include "driver.hpp"
-#include "event_timer.hpp"
+#include "harness/driver.hpp"
+#include "harness/event_timer.hpp"
 #include "gnio/bootstrap.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/device.hpp"
 #include "gnio/launch.hpp"
 #include "gnio/stream.hpp"
-#include "report.hpp"
+#include "harness/report.hpp"
 #include "run_info_gnio.hpp"
 
 namespace gnio::perf {

@@ -16,7 +16,7 @@
 //           (eager), timed with CUDA events (a steady clock on the host backend).
 //  * algbw  size / time; busbw = algbw x nccl-tests' factor: allreduce 2(n-1)/n; reduce_scatter,
 //           allgather, alltoall(v) (n-1)/n; broadcast, reduce 1. 1 GB = 1e9 bytes.
-//  * #wrong elements that differ from the exact expected result (bench/common/coll_data.hpp),
+//  * #wrong elements that differ from the exact expected result (perf/harness/coll_data.hpp),
 //           summed over ranks: before timing, each point runs once on poisoned outputs (plus a
 //           guard), every element of every rank checked. Any wrong element makes the exit status 1.
 // This file is host code only (plain C++): kernels are gnio's, graphs and events are in
@@ -31,10 +31,10 @@
 #include <vector>
 
 #include "coll_nccl.hpp"
-#include "common/coll_data.hpp"
-#include "cuda_graph.hpp"
-#include "driver.hpp"
-#include "event_timer.hpp"
+#include "harness/coll_data.hpp"
+#include "harness/cuda_graph.hpp"
+#include "harness/driver.hpp"
+#include "harness/event_timer.hpp"
 #include "gnio/bootstrap.hpp"
 #include "gnio/coll.hpp"
 #include "gnio/comm.hpp"
@@ -42,7 +42,7 @@
 #include "gnio/error.hpp"
 #include "gnio/stream.hpp"
 #include "gnio/version.hpp"
-#include "report.hpp"
+#include "harness/report.hpp"
 #include "run_info_gnio.hpp"
 
 namespace gnio::perf {

@@ -5,12 +5,12 @@
 #include <memory>
 #include <vector>
 
-#include "driver.hpp"
-#include "event_timer.hpp"
+#include "harness/driver.hpp"
+#include "harness/event_timer.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/version.hpp"
 #include "rma_gnio_kernels.hpp"
-#include "rma_suite.hpp"
+#include "harness/rma_suite.hpp"
 
 namespace gnio::perf {
 namespace {

@@ -9,7 +9,7 @@
 // (connections made on first use count); the first allreduce is a 1 KiB float allreduce timed as
 // the average per call of 20 eager calls after 3 warm-ups (every element checked: integer-valued
 // floats whose sums are exact). Then the time to create a second communicator from a unique id,
-// the slowest rank's, median of R repetitions (bench/common/creation_timing.hpp, as init_bench),
+// the slowest rank's, median of R repetitions (perf/harness/creation_timing.hpp, as init_bench),
 // with the CPU time the busiest rank's process spent on it (all threads: the work per rank, which
 // wall time hides once the ranks outnumber the cores). Last, the CPU an idle communicator costs:
 // each process's CPU time over one second (--idle S) in which the communicator exists and nothing is posted
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "common/creation_timing.hpp"
+#include "harness/creation_timing.hpp"
 #include "gnio/coll.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/stream.hpp"

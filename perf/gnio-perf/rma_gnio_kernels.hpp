@@ -12,8 +12,8 @@
 
 #include "gnio/device.hpp"
 #include "gnio/launch.hpp"
-#include "rma_model.hpp"
-#include "rma_suite.hpp"
+#include "harness/rma_model.hpp"
+#include "harness/rma_suite.hpp"
 
 namespace gnio::perf {
 

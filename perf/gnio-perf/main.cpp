@@ -6,7 +6,7 @@
 // `rma` measures the device API's one-sided operations between two ranks; `coll` the
 // stream-ordered collectives over all ranks (optionally beside NCCL). Subcommands register
 // themselves (driver.hpp); this file only hands over to the driver.
-#include "driver.hpp"
+#include "harness/driver.hpp"
 
 int main(int argc, char** argv) {
   return gnio::perf::driver_main(argc, argv, "benchmarks of gnio's GPU-initiated communication");

@@ -1,4 +1,4 @@
-// The RMA measurements of gnio-perf (tools/gnio-perf/rma_gnio_kernels.inl) with NVSHMEM's device
+// The RMA measurements of gnio-perf (perf/gnio-perf/rma_gnio_kernels.inl) with NVSHMEM's device
 // API. Each kernel mirrors its gnio counterpart line by line; where the two APIs differ in shape,
 // the NVSHMEM side uses NVSHMEM's own idiom (as its perftests do):
 //  * waits: gnio's wait_signal<Coop> is a group call; with NVSHMEM one thread of the group waits

@@ -1,5 +1,5 @@
 // NCCL as the reference of `gnio-perf coll --vs-nccl`: the same collective calls, on the same
-// buffers and stream, through the machine's libnccl loaded at run time (bench/common/nccl_dl.hpp),
+// buffers and stream, through the machine's libnccl loaded at run time (perf/harness/nccl_dl.hpp),
 // so gnio-perf needs no NCCL to build. The NCCL communicator is created from a unique id that
 // travels over the gnio communicator's bootstrap, so it runs under gnio-run like the rest.
 #pragma once
@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "common/coll_data.hpp"
+#include "harness/coll_data.hpp"
 #include "gnio/comm.hpp"
 
 struct CUstream_st;

@@ -5,7 +5,7 @@
 
 #include "gnio/comm.hpp"
 #include "gnio/version.hpp"
-#include "report.hpp"
+#include "harness/report.hpp"
 
 namespace gnio::perf {
 
