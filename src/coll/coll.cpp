@@ -499,7 +499,7 @@ bool gathered_out(CollKind k) {
 }
 /// True when TwoShot of collective k on n ranks pushes (stores into the peers' outputs, reads no
 /// peer's input) rather than reduce-scatter + allgather: allgather, alltoall and the 2-rank
-/// broadcast. The same rule as direct_exec's in gnio/device/impl/coll_impl.hpp.
+/// broadcast. The same rule as direct_exec's in gnio/device/impl/coll_direct.hpp.
 bool twoshot_pushes(CollKind k, int n) {
   return gathered_out(k) || (k == CollKind::Broadcast && n == 2);
 }
