@@ -4,7 +4,7 @@
 
 #include "bootstrap/pmix_rendezvous.hpp"
 #include "platform/gpu_info.hpp"
-#include "transport/proxy/ucx_proxy.hpp"
+#include "transport/proxy/ucx/ucx_proxy.hpp"
 
 namespace gnio {
 

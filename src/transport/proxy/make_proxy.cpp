@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "transport/proxy/proxy.hpp"
-#include "transport/proxy/tcp_proxy.hpp"
-#include "transport/proxy/ucx_proxy.hpp"
+#include "transport/proxy/tcp/tcp_proxy.hpp"
+#include "transport/proxy/ucx/ucx_proxy.hpp"
 
 namespace gnio::proxy {
 

@@ -1,7 +1,7 @@
 // The proxy transport's host side, whatever network carries it: the command ring device code
 // posts to (gnio/device/proxy_ring.hpp), the landing regions collectives' pipes to other nodes
 // use, and the failure and completion bookkeeping every network backend shares. A backend
-// (tcp_proxy.hpp: framed messages over TCP sockets; ucx_proxy.hpp: one-sided UCX RMA) derives
+// (tcp/: framed messages over TCP sockets; ucx/: one-sided UCX RMA, each in a folder) derives
 // from Proxy, runs the threads that drain the ring in ticket order, and moves `head` (slot free,
 // source read) and `done` (applied at the target: what quiet() waits for) as its operations
 // progress. Whatever the backend, the device API's promises hold through it: the operations to

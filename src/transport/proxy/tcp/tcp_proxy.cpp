@@ -1,4 +1,4 @@
-#include "transport/proxy/tcp_proxy.hpp"
+#include "transport/proxy/tcp/tcp_proxy.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>

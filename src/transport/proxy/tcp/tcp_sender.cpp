@@ -18,7 +18,7 @@
 #include "gnio/config.hpp"
 #include "gnio/device/atomic.hpp"
 #include "transport/proxy/proxy_frame.hpp"
-#include "transport/proxy/tcp_proxy.hpp"
+#include "transport/proxy/tcp/tcp_proxy.hpp"
 
 namespace gnio::proxy {
 namespace {

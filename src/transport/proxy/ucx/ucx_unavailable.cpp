@@ -3,7 +3,7 @@
 #ifndef GNIO_HAVE_UCX
 
 #include "base/fail.hpp"
-#include "transport/proxy/ucx_proxy.hpp"
+#include "transport/proxy/ucx/ucx_proxy.hpp"
 
 namespace gnio::proxy {
 
