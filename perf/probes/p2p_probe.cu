@@ -319,16 +319,18 @@ int main(int argc, char** argv) {
   CHECK(cudaSetDevice(0));
   CHECK(cudaMalloc(&local, bytes));
   CHECK(cudaMemset(local, 2, bytes));
+  // A handle made by hand over two plain allocations (no communicator): the port fills it.
   gnio::DeviceComm dc{};
-  dc.rank_ = 0;
-  dc.size_ = 2;
-  dc.local_rank_ = 0;
-  dc.local_size_ = 2;
-  dc.heap_id_ = 1;
-  dc.heap_base_ = reinterpret_cast<char*>(local);
-  dc.heap_stride_ =
+  gnio::detail::DeviceCommState& st = gnio::detail::DeviceCommPort::state(dc);
+  st.rank_ = 0;
+  st.size_ = 2;
+  st.local_rank_ = 0;
+  st.local_size_ = 2;
+  st.heap_id_ = 1;
+  st.heap_base_ = reinterpret_cast<char*>(local);
+  st.heap_stride_ =
       reinterpret_cast<std::uintptr_t>(remote) - reinterpret_cast<std::uintptr_t>(local);
-  dc.heap_bytes_ = bytes;
+  st.heap_bytes_ = bytes;
   std::printf("calls issued back to back on GPU 0 (no fence between them), %d calls:\n",
               copy_iters);
   run_copy<kRawPut8>(g, dc, remote, local, 1, copy_iters);

@@ -729,7 +729,8 @@ Team Comm::split_strided(const Team& parent, int start, int stride, int size) {
 
 DeviceComm Comm::device_handle() const {
   const detail::CommImpl& c = *impl_;
-  DeviceComm d;
+  DeviceComm handle;
+  detail::DeviceCommState& d = detail::DeviceCommPort::state(handle);
   d.rank_ = rank();
   d.size_ = size();
   d.local_rank_ = c.local_rank;
@@ -750,7 +751,7 @@ DeviceComm Comm::device_handle() const {
   d.proxy_ = c.proxy ? c.proxy->handle() : ProxyHandle{};
   d.world_ = c.world;
   d.node_ = c.node_team;
-  return d;
+  return handle;
 }
 
 namespace {

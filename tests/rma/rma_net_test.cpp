@@ -411,14 +411,14 @@ GNIO_KERNEL_TEST(NetFault, StagingMismatchIsRefused) {
 GNIO_KERNEL_TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
   gnio::Comm& c = comm();
   DeviceComm dc = c.device_handle();
-  const std::uint64_t heap = dc.heap_bytes_;
+  const std::uint64_t heap = gnio::detail::DeviceCommPort::state(dc).heap_bytes_;
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
   std::vector<std::uint8_t> host(64);
   for (std::size_t i = 0; i < 64; ++i) host[i] = pattern_byte(0, i, 5);
   gnio_test::to_device(src, host.data(), 64);
   // The last 60 bytes of the heap are inside it; the write would cover them and 4 bytes beyond.
-  std::uint8_t* tail =
-      static_cast<std::uint8_t*>(c.local_address(SymPtr<char>{dc.heap_id_, 0, heap - 60}));
+  std::uint8_t* tail = static_cast<std::uint8_t*>(c.local_address(
+      SymPtr<char>{gnio::detail::DeviceCommPort::state(dc).heap_id_, 0, heap - 60}));
   std::vector<std::uint8_t> poison(60, kPoison);
   gnio_test::to_device(tail, poison.data(), 60);
   c.bootstrap().barrier();
@@ -427,7 +427,7 @@ GNIO_KERNEL_TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
     gnio::launch(stream(), {.grid = 1, .block = 1}, [=] GNIO_HD() {
       gnio::ProxyDesc d =
           gnio::detail::proxy_desc(gnio::ProxyOp::Put, 1, src, heap - 60, 64, 0, 0, SignalOp::Set);
-      (void)dc.proxy_post(d, false, "test", {});
+      (void)gnio::detail::DeviceCommPort::proxy_post(dc, d, false, "test", {});
       dc.quiet();
     });
     try {

@@ -15,6 +15,7 @@
 
 #include "gnio/device/atomic.hpp"
 #include "gnio/device/coop.hpp"
+#include "gnio/device/impl/device_comm_state.hpp"
 #include "gnio/device/macros.hpp"
 #include "gnio/device/proxy_ring.hpp"
 #include "gnio/device/status.hpp"
@@ -41,40 +42,11 @@ enum class Route : std::uint8_t {
   Proxy = 2,  ///< through the proxy transport (another node, GNIO_NET=tcp)
 };
 
-/// The device-side communicator handle. Fields are filled by Comm::device(); treat them as
-/// private and use the member functions.
-struct DeviceComm {
-  // ---- identity --------------------------------------------------------------------------
-  int rank_ = 0;
-  int size_ = 0;
-  int local_rank_ = 0;
-  int local_size_ = 0;
-  int node_first_ = 0;           ///< world rank of the node's first rank, when contiguous
-  bool node_contiguous_ = true;  ///< node ranks are node_first_ .. node_first_+local_size_-1
-  // ---- symmetric heap ----------------------------------------------------------------------
-  std::uint32_t heap_id_ = 0;
-  /// Flat layout: node peer i's heap starts at heap_base_ + i*heap_stride_. Table layout (CUDA
-  /// IPC): heap_base_ is this rank's heap and heap_stride_ is 0, so local() is the same formula.
-  char* heap_base_ = nullptr;
-  std::uint64_t heap_stride_ = 0;
-  /// Table layout: node-local index -> base of that peer's heap (device memory); nullptr = flat.
-  const std::uint64_t* heap_peer_base_ = nullptr;
-  std::uint64_t heap_bytes_ = 0;               ///< bytes mapped per rank when this handle was made
-  const std::int16_t* local_index_ = nullptr;  ///< [size_] node-local index or -1 (non-contiguous)
-  // ---- waits -------------------------------------------------------------------------------
-  DeviceControl* control_ = nullptr;  ///< host-mapped abort word and stall record
-  /// Device-memory word the first failing thread claims (atomics on host-mapped memory are not
-  /// supported over every PCIe link, so the record itself is written with plain stores).
-  std::uint32_t* stall_claim_ = nullptr;
-  std::uint64_t timeout_ns_ = 0;  ///< 0 = no deadline
-  // ---- proxy transport ---------------------------------------------------------------------
-  /// Command ring of the proxy thread that reaches peers on other nodes; proxy_.ring == nullptr
-  /// = none.
-  ProxyHandle proxy_{};
-  // ---- teams -------------------------------------------------------------------------------
-  Team world_{};
-  Team node_{};
-
+/// The device-side communicator handle: Comm::device_handle() fills it, kernels take it by value.
+/// Its state (detail::DeviceCommState) and the transport machinery below are private; gnio's own
+/// device code (collectives, channels) reaches them through detail::DeviceCommPort.
+struct DeviceComm : private detail::DeviceCommState {
+ public:
   // ======== identity ========
   GNIO_HD_INLINE int rank() const { return rank_; }
   GNIO_HD_INLINE int size() const { return size_; }
@@ -223,6 +195,10 @@ struct DeviceComm {
       return -1;
     return static_cast<int>(dev::atomic_load(&control_->failed_rank, dev::Order::Relaxed));
   }
+
+ private:
+  friend struct detail::DeviceCommPort;
+
   /// Records a failure (first one wins) and makes every later wait return Status::Aborted.
   GNIO_HD void report(Status status, const char* op, int peer, std::uint64_t heap_offset,
                       std::uint64_t expected, std::uint64_t seen, Cmp cmp, std::uint64_t waited_ns,
@@ -293,3 +269,4 @@ struct DeviceComm {
 
 #include "gnio/device/impl/copy.hpp"
 #include "gnio/device/impl/device_comm_impl.hpp"
+#include "gnio/device/impl/device_comm_port.hpp"
