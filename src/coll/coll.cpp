@@ -1,5 +1,7 @@
 // Host collectives: argument checks, the per-communicator channel state, algorithm choice,
-// chunking and staging, and the launch of the kernels in coll_kernels.hpp.
+// chunking and staging, and the launch of the kernels in coll_kernels.hpp. Their settings are in
+// coll_config.hpp, a call's description in coll_request.hpp, GNIO_CHECK's cross-rank comparison
+// in coll_check.hpp.
 #include "gnio/coll.hpp"
 
 #include <algorithm>
@@ -11,7 +13,10 @@
 #include <vector>
 
 #include "base/fail.hpp"
+#include "coll/coll_check.hpp"
+#include "coll/coll_config.hpp"
 #include "coll/coll_kernels.hpp"
+#include "coll/coll_request.hpp"
 #include "coll/gpu_share.hpp"
 #include "core/comm_services.hpp"
 #include "gnio/config.hpp"
@@ -66,122 +71,6 @@ const char* to_string(CollKind k) noexcept {
 
 namespace detail {
 namespace {
-
-/// Does collective `k` have algorithm `a`?
-bool kind_has(CollKind k, CollAlgo a) {
-  switch (a) {
-    case CollAlgo::Auto:
-    case CollAlgo::Ring: return true;
-    case CollAlgo::LL:
-    case CollAlgo::OneShot: return k != CollKind::AllToAllV;
-    case CollAlgo::TwoShot: return k != CollKind::ReduceScatter && k != CollKind::AllToAllV;
-  }
-  return false;
-}
-
-/// The forced algorithm of every collective (Auto = choose by size).
-struct AlgoTable {
-  CollAlgo forced[kCollKindCount] = {};
-};
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
-AlgoTable parse_algorithms(const std::string& spec, const char* source) {
-  AlgoTable t;
-  std::size_t pos = 0;
-  while (pos <= spec.size()) {
-    const std::size_t comma = std::min(spec.find(',', pos), spec.size());
-    const std::string item = trim(spec.substr(pos, comma - pos));
-    pos = comma + 1;
-    if (item.empty()) continue;
-    const std::size_t colon = item.find(':');
-    const std::string kind_name = colon == std::string::npos ? "" : trim(item.substr(0, colon));
-    const std::string algo_name = trim(colon == std::string::npos ? item : item.substr(colon + 1));
-    int algo = -1;
-    for (int i = 0; i < kCollAlgoCount; ++i)
-      if (algo_name == kAlgoNames[i]) algo = i;
-    GNIO_REQUIRE(algo >= 0,
-                 "%s: '%s' is not an algorithm; use auto, ll, oneshot, twoshot or ring (optionally "
-                 "as collective:algorithm, comma-separated)",
-                 source, algo_name.c_str());
-    const CollAlgo a = static_cast<CollAlgo>(algo);
-    if (colon == std::string::npos) {
-      for (int k = 0; k < kCollKindCount; ++k)
-        if (kind_has(static_cast<CollKind>(k), a)) t.forced[k] = a;
-      continue;
-    }
-    int kind = -1;
-    for (int i = 0; i < kCollKindCount; ++i)
-      if (kind_name == kKindNames[i]) kind = i;
-    GNIO_REQUIRE(
-        kind >= 0,
-        "%s: '%s' is not a collective; use allreduce, reduce_scatter, allgather, broadcast, "
-        "reduce, alltoall or alltoallv",
-        source, kind_name.c_str());
-    GNIO_REQUIRE(kind_has(static_cast<CollKind>(kind), a),
-                 "%s: %s has no %s algorithm (twoshot: allreduce, broadcast, reduce; alltoallv: "
-                 "ring only)",
-                 source, kKindNames[kind], kAlgoNames[algo]);
-    t.forced[kind] = a;
-  }
-  return t;
-}
-
-/// GNIO_COLL_* settings, read once per communicator.
-struct CollConfig {
-  std::size_t scratch = 0;
-  std::size_t staging = 0;
-  unsigned depth = 2;
-  unsigned channels = 1;
-  unsigned blocks = 0;
-  unsigned threads = 0;
-  std::uint64_t ll_max = 0;
-  std::uint64_t oneshot_max = 0;
-  std::uint64_t remote_oneshot_max = 0;
-  enum class Hier { Auto, On, Off } hier = Hier::Auto;
-  std::uint64_t hier_min = 0;
-};
-
-CollConfig read_config() {
-  CollConfig c;
-  c.scratch = config_size("GNIO_COLL_SCRATCH");
-  c.staging = config_size("GNIO_COLL_STAGING");
-  const long long depth = config_int("GNIO_COLL_PIPE_DEPTH");
-  const long long channels = config_int("GNIO_COLL_CHANNELS");
-  const long long blocks = config_int("GNIO_COLL_BLOCKS");
-  const long long threads = config_int("GNIO_COLL_THREADS");
-  c.ll_max = config_size("GNIO_COLL_LL_MAX");
-  c.oneshot_max = config_size("GNIO_COLL_ONESHOT_MAX");
-  c.remote_oneshot_max = config_size("GNIO_COLL_REMOTE_ONESHOT_MAX");
-  const std::string hier = config_text("GNIO_COLL_HIER");
-  GNIO_REQUIRE(hier == "auto" || hier == "on" || hier == "off",
-               "GNIO_COLL_HIER='%s' is not one of auto, on, off", hier.c_str());
-  c.hier = hier == "on"    ? CollConfig::Hier::On
-           : hier == "off" ? CollConfig::Hier::Off
-                           : CollConfig::Hier::Auto;
-  c.hier_min = config_size("GNIO_COLL_HIER_MIN");
-  GNIO_REQUIRE(c.scratch >= (64u << 10),
-               "GNIO_COLL_SCRATCH=%zu: collectives need at least 64K of scratch", c.scratch);
-  GNIO_REQUIRE(c.staging == 0 || c.staging >= (64u << 10),
-               "GNIO_COLL_STAGING=%zu: collectives need at least 64K of staging (0: by backend)",
-               c.staging);
-  GNIO_REQUIRE(depth >= 2 && depth <= 64, "GNIO_COLL_PIPE_DEPTH=%lld is not in [2, 64]", depth);
-  GNIO_REQUIRE(channels >= 1 && channels <= 64, "GNIO_COLL_CHANNELS=%lld is not in [1, 64]",
-               channels);
-  GNIO_REQUIRE(blocks >= 0 && blocks <= static_cast<long long>(kCollMaxBlocks),
-               "GNIO_COLL_BLOCKS=%lld is not in [0, %u]", blocks, kCollMaxBlocks);
-  GNIO_REQUIRE(threads == 0 || (threads >= 32 && threads <= 1024 && threads % 32 == 0),
-               "GNIO_COLL_THREADS=%lld is not 0 or a multiple of 32 in [32, 1024]", threads);
-  c.depth = static_cast<unsigned>(depth);
-  c.channels = static_cast<unsigned>(channels);
-  c.blocks = static_cast<unsigned>(blocks);
-  c.threads = static_cast<unsigned>(threads);
-  return c;
-}
 
 /// Slot sizes of a channel (the same on every rank: config and node size only).
 struct Geometry {
@@ -457,56 +346,6 @@ CollComm make_coll_comm(const Comm& comm, const CollState& st, const CollChannel
   return cc;
 }
 
-/// One host collective call.
-struct Request {
-  CollKind kind = CollKind::AllReduce;
-  DataType type = DataType::F32;
-  RedOp op = RedOp::Sum;
-  const char* send = nullptr;
-  char* recv = nullptr;
-  std::size_t count = 0;  ///< NCCL's count (per rank where NCCL says so); A2AV: unused
-  int root = 0;
-  /// Bytes between the blocks of a gathered output (0: count's bytes, NCCL's layout); set only by
-  /// the hierarchical allgather's parts between the nodes, whose blocks lie strided in the user's.
-  std::size_t out_stride = 0;
-  std::span<const std::size_t> a2av[4];
-};
-
-/// A request for one of the public calls (the operator is ignored by those that do not reduce,
-/// the root by those without one).
-Request request(CollKind kind, DataType type, RedOp op, const void* send, void* recv,
-                std::size_t count, int root = 0) {
-  Request r;
-  r.kind = kind;
-  r.type = type;
-  r.op = op;
-  r.send = static_cast<const char*>(send);
-  r.recv = static_cast<char*>(recv);
-  r.count = count;
-  r.root = root;
-  return r;
-}
-
-bool reducing(CollKind k) {
-  return k == CollKind::AllReduce || k == CollKind::ReduceScatter || k == CollKind::Reduce;
-}
-/// Input (and output) hold one block per rank.
-bool gathered_in(CollKind k) {
-  return k == CollKind::ReduceScatter || k == CollKind::AllToAll;
-}
-bool gathered_out(CollKind k) {
-  return k == CollKind::AllGather || k == CollKind::AllToAll;
-}
-/// True when TwoShot of collective k on n ranks pushes (stores into the peers' outputs, reads no
-/// peer's input) rather than reduce-scatter + allgather: allgather, alltoall and the 2-rank
-/// broadcast. The same rule as direct_exec's in gnio/device/impl/coll_direct.hpp.
-bool twoshot_pushes(CollKind k, int n) {
-  return gathered_out(k) || (k == CollKind::Broadcast && n == 2);
-}
-
-/// Largest byte count a call may describe (keeps every unit computation far from overflow).
-constexpr std::size_t kMaxBytes = std::size_t{1} << 50;
-
 /// Checks everything that can be checked before any effect; throws InvalidArgument.
 void validate(const Comm& comm, const Request& r) {
   const int n = comm.size(), me = comm.rank();
@@ -572,144 +411,6 @@ void validate(const Comm& comm, const Request& r) {
                r.count);
   if (r.kind == CollKind::AllToAll)
     GNIO_REQUIRE(r.send != r.recv, "rank %d: alltoall cannot run in place (send == recv)", me);
-}
-
-// ---------------------------------------------------------------------------------------------
-// GNIO_CHECK: cross-rank comparison of every call's arguments before anything is enqueued.
-
-/// What one rank says about its call. Plain words of a fixed size, so that every call of every
-/// kind exchanges the same bytes; the magic tells a record from whatever else a rank that is not
-/// in a collective call may have sent in the same bootstrap exchange.
-struct CheckRecord {
-  std::uint64_t magic = 0;
-  std::uint64_t seq = 0;    // 1-based number of this collective call on the communicator
-  std::uint64_t count = 0;  // NCCL's count; alltoallv: unused (compared pairwise below)
-  std::uint32_t kind = 0, type = 0, op = 0;
-  std::int32_t root = 0;
-  std::uint32_t valid = 0;  // 1 when the call passed this rank's own checks
-  std::uint32_t pad = 0;
-};
-constexpr std::uint64_t kCheckMagic = 0x4b434843'4f494e47ull;  // "GNIOCHCK"
-
-/// "0,2,3" or, for runs of three or more, "0-5,7".
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!s.empty()) s += ",";
-    s += std::to_string(ranks[i]);
-    if (j >= i + 2)
-      s += "-" + std::to_string(ranks[j]);
-    else if (j == i + 1)
-      s += "," + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return s;
-}
-
-/// Groups ranks by the value `value_of` gives and describes the disagreement, the largest group
-/// last ("rank 1 passed count 1000, ranks 0,2,3 passed 999"); empty when every rank agrees.
-template <class F>
-std::string disagreement(const std::vector<int>& ranks, const char* verb, F&& value_of) {
-  std::map<std::string, std::vector<int>> groups;
-  for (int r : ranks) groups[value_of(r)].push_back(r);
-  if (groups.size() < 2) return "";
-  std::vector<std::pair<std::string, std::vector<int>>> ordered(groups.begin(), groups.end());
-  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
-    if (a.second.size() != b.second.size()) return a.second.size() < b.second.size();
-    return a.second.front() < b.second.front();
-  });
-  std::string s;
-  for (const auto& [value, members] : ordered) {
-    if (!s.empty()) s += ", ";
-    s += (members.size() == 1 ? "rank " : "ranks ") + rank_list(members) + " " + verb + " " + value;
-  }
-  return s;
-}
-
-std::string type_name(std::uint32_t t) {
-  return t < static_cast<std::uint32_t>(kDataTypeCount) ? to_string(static_cast<DataType>(t))
-                                                        : "type " + std::to_string(t);
-}
-std::string op_name(std::uint32_t op) {
-  return op < static_cast<std::uint32_t>(kRedOpCount) ? to_string(static_cast<RedOp>(op))
-                                                      : "operator " + std::to_string(op);
-}
-
-/// Everything the ranks' records disagree on, "; "-separated; empty when they agree.
-std::string compare_records(const std::vector<CheckRecord>& all) {
-  const int n = static_cast<int>(all.size());
-  std::vector<int> ranks;
-  std::vector<std::string> problems;
-  std::vector<int> strangers, rejected;
-  for (int q = 0; q < n; ++q) (all[q].magic == kCheckMagic ? ranks : strangers).push_back(q);
-  if (!strangers.empty())
-    problems.push_back((strangers.size() == 1 ? "rank " : "ranks ") + rank_list(strangers) +
-                       " took part in this exchange from outside a collective call (another "
-                       "bootstrap exchange, or a rank without GNIO_CHECK=1)");
-  auto add = [&](std::string s) {
-    if (!s.empty()) problems.push_back(std::move(s));
-  };
-  add(disagreement(ranks, "is at collective",
-                   [&](int q) { return "#" + std::to_string(all[q].seq); }));
-  const std::string kinds = disagreement(ranks, "called", [&](int q) {
-    return std::string(to_string(static_cast<CollKind>(all[q].kind)));
-  });
-  if (!kinds.empty()) {
-    // The other fields mean different things for different collectives.
-    problems.push_back(kinds + " (did a rank skip or add a collective call?)");
-  } else if (!ranks.empty()) {
-    const CollKind k = static_cast<CollKind>(all[ranks.front()].kind);
-    add(disagreement(ranks, "passed", [&](int q) { return type_name(all[q].type); }));
-    if (k != CollKind::AllToAllV)
-      add(disagreement(ranks, "passed count", [&](int q) { return std::to_string(all[q].count); }));
-    if (reducing(k)) add(disagreement(ranks, "passed", [&](int q) { return op_name(all[q].op); }));
-    if (k == CollKind::Broadcast || k == CollKind::Reduce)
-      add(disagreement(ranks, "passed root", [&](int q) { return std::to_string(all[q].root); }));
-  }
-  for (int q : ranks)
-    if (!all[q].valid) rejected.push_back(q);
-  if (!rejected.empty())
-    problems.push_back((rejected.size() == 1 ? "rank " : "ranks ") + rank_list(rejected) +
-                       " rejected " + (rejected.size() == 1 ? "its" : "their") +
-                       " own arguments (its error says why)");
-  std::string s;
-  for (const std::string& p : problems) s += (s.empty() ? "" : "; ") + p;
-  return s;
-}
-
-/// Alltoallv: rank r's send_counts[q] must equal rank q's recv_counts[r]. One more exchange (of
-/// the counts), made only when every rank is in the same valid alltoallv call.
-void check_alltoallv_pairs(const CommServices& core, const Request& r, const char* call) {
-  const int n = core.size(), me = core.rank();
-  const std::size_t nn = static_cast<std::size_t>(n);
-  std::vector<std::uint64_t> counts(2 * nn * nn);
-  std::uint64_t* mine = counts.data() + 2 * nn * static_cast<std::size_t>(me);
-  for (std::size_t q = 0; q < nn; ++q) {
-    mine[q] = r.a2av[0][q];
-    mine[nn + q] = r.a2av[2][q];
-  }
-  core.allgather(counts.data(), 2 * nn * sizeof(std::uint64_t));
-  std::string s;
-  int shown = 0, found = 0;
-  for (int from = 0; from < n; ++from)
-    for (int to = 0; to < n; ++to) {
-      const std::uint64_t sent =
-          counts[2 * nn * static_cast<std::size_t>(from) + static_cast<std::size_t>(to)];
-      const std::uint64_t expected =
-          counts[2 * nn * static_cast<std::size_t>(to) + nn + static_cast<std::size_t>(from)];
-      if (sent == expected) continue;
-      ++found;
-      if (shown++ < 4)
-        s += format("%srank %d sends %llu elements to rank %d, which expects %llu from it",
-                    s.empty() ? "" : "; ", from, static_cast<unsigned long long>(sent), to,
-                    static_cast<unsigned long long>(expected));
-    }
-  if (found > shown) s += format(" (and %d more pairs)", found - shown);
-  if (!s.empty())
-    fail(ErrorClass::InvalidArgument,
-         "rank %d: %s: %s; nothing was enqueued on any rank (GNIO_CHECK=1)", me, call, s.c_str());
 }
 
 /// GNIO_CHECK=1: checks this rank's arguments, exchanges what every rank must agree on through
