@@ -28,7 +28,10 @@ bash "$work/src/scripts/build.sh" "$work/build" -DGNIO_CUDA=ON -DCMAKE_CUDA_ARCH
   -DGNIO_WERROR=OFF --target gnio gnio-perf
 
 mkdir -p "$work/pack/.old/ucx"
-cp -L "$work/build/src/libgnio.so.0" "$work/build/perf/gnio-perf/gnio-perf" "$work/pack/.old/"
+# gnio-perf moved from tools/ to perf/ on 2026-12-06: an older revision has it in tools/.
+perf=$work/build/perf/gnio-perf/gnio-perf
+[ -x "$perf" ] || perf=$work/build/tools/gnio-perf/gnio-perf
+cp -L "$work/build/src/libgnio.so.0" "$perf" "$work/pack/.old/"
 strip "$work/pack/.old/libgnio.so.0" "$work/pack/.old/gnio-perf"
 # The UCX libraries (and what they need) the old library linked, if any.
 ldd "$work/pack/.old/libgnio.so.0" | awk '/lib(ucp|ucs|uct|ucm|numa)\./ {print $3}' |
