@@ -196,8 +196,8 @@ TEST(BadInput, OffsetBeyondHeapIsInvalidArgument) {
   gnio::Comm& c = comm();
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
   DeviceComm dc = c.device_handle();
-  SymPtr<std::uint8_t> beyond{gnio::detail::DeviceCommPort::state(dc).heap_id_, 0,
-                              gnio::detail::DeviceCommPort::state(dc).heap_bytes_ - 4};
+  const gnio::detail::DeviceCommState& heap = gnio::detail::DeviceCommPort::state(dc);
+  SymPtr<std::uint8_t> beyond{heap.heap_id_, 0, heap.heap_bytes_ - 4};
   expect_failure(
       gnio::ErrorClass::InvalidArgument, [&] { put_to_kernel(dc, beyond, src, 0); }, 10);
   c.bootstrap().barrier();

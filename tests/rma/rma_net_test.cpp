@@ -411,14 +411,15 @@ GNIO_KERNEL_TEST(NetFault, StagingMismatchIsRefused) {
 GNIO_KERNEL_TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
   gnio::Comm& c = comm();
   DeviceComm dc = c.device_handle();
-  const std::uint64_t heap = gnio::detail::DeviceCommPort::state(dc).heap_bytes_;
+  const gnio::detail::DeviceCommState& state = gnio::detail::DeviceCommPort::state(dc);
+  const std::uint64_t heap = state.heap_bytes_;
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(64));
   std::vector<std::uint8_t> host(64);
   for (std::size_t i = 0; i < 64; ++i) host[i] = pattern_byte(0, i, 5);
   gnio_test::to_device(src, host.data(), 64);
   // The last 60 bytes of the heap are inside it; the write would cover them and 4 bytes beyond.
-  std::uint8_t* tail = static_cast<std::uint8_t*>(c.local_address(
-      SymPtr<char>{gnio::detail::DeviceCommPort::state(dc).heap_id_, 0, heap - 60}));
+  std::uint8_t* tail =
+      static_cast<std::uint8_t*>(c.local_address(SymPtr<char>{state.heap_id_, 0, heap - 60}));
   std::vector<std::uint8_t> poison(60, kPoison);
   gnio_test::to_device(tail, poison.data(), 60);
   c.bootstrap().barrier();

@@ -93,9 +93,9 @@ GNIO_HD inline bool channel_valid(const Channel& c, const char* op, CallSite sit
       c.tag < c.set->tags)
     return true;
   if (c.set != nullptr)
-    detail::DeviceCommPort::report(c.set->comm, Status::InvalidArgument, op, c.peer, 0,
-                                   static_cast<std::uint64_t>(c.set->tags),
-                                   static_cast<std::uint64_t>(c.tag), Cmp::Lt, 0, site);
+    DeviceCommPort::report(c.set->comm, Status::InvalidArgument, op, c.peer, 0,
+                           static_cast<std::uint64_t>(c.set->tags),
+                           static_cast<std::uint64_t>(c.tag), Cmp::Lt, 0, site);
   return false;
 }
 
@@ -170,7 +170,7 @@ GNIO_HD inline Status wait_seq(const DeviceComm& dc, const std::uint64_t* w, std
   std::uint64_t last = dev::atomic_load(w, order);
   Status st = Status::Ok;
   if (flag_seq(last) != seq)
-    st = detail::DeviceCommPort::wait_until(
+    st = DeviceCommPort::wait_until(
         dc,
         [&](std::uint64_t& now) {
           last = dev::atomic_load(w, order);
@@ -211,7 +211,7 @@ GNIO_HD inline Status wait_word_member(const DeviceComm& dc, SymPtr<std::uint64_
                                        std::uint64_t* seen) {
   const std::uint64_t* w = dc.local(word);
   std::uint64_t last = 0;
-  const Status st = detail::DeviceCommPort::wait_until(
+  const Status st = DeviceCommPort::wait_until(
       dc,
       [&](std::uint64_t& now) {
         now = dev::atomic_load(w, dev::Order::Acquire);
@@ -322,9 +322,9 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
     // Past the buffer: nothing more is copied, and the failure is reported (which fails the
     // communicator, as every device error does).
     if (r.bytes + piece > max_bytes) {
-      detail::DeviceCommPort::report(dc, Status::InvalidArgument, op, ch.peer,
-                                     s.rings.offset + slot * s.slot_bytes, max_bytes,
-                                     r.bytes + piece, Cmp::Le, 0, site);
+      DeviceCommPort::report(dc, Status::InvalidArgument, op, ch.peer,
+                             s.rings.offset + slot * s.slot_bytes, max_bytes, r.bytes + piece,
+                             Cmp::Le, 0, site);
       r.status = Status::InvalidArgument;
       r.arrived = false;
       break;

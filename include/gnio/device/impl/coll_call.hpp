@@ -81,7 +81,7 @@ GNIO_NOINLINE GNIO_HD inline Status wait_ge_slow(const DeviceComm& dc, const std
                                                  std::uint64_t value, const char* op, int peer,
                                                  std::uint64_t offset, CallSite site) {
   std::uint64_t last = 0;
-  const Status st = detail::DeviceCommPort::wait_until(
+  const Status st = DeviceCommPort::wait_until(
       dc,
       [&](std::uint64_t& seen) {
         seen = last = dev::atomic_load(p, dev::Order::Acquire);
@@ -89,8 +89,7 @@ GNIO_NOINLINE GNIO_HD inline Status wait_ge_slow(const DeviceComm& dc, const std
       },
       op, peer, offset, Cmp::Ge, value, site);
   if (st != Status::Ok || last != kCollPoison) return st;
-  detail::DeviceCommPort::report(dc, Status::RemoteError, op, peer, offset, value, last, Cmp::Ge, 0,
-                                 site);
+  DeviceCommPort::report(dc, Status::RemoteError, op, peer, offset, value, last, Cmp::Ge, 0, site);
   return Status::RemoteError;
 }
 
@@ -104,7 +103,7 @@ GNIO_NOINLINE GNIO_HD inline LLUnit ll_wait_slow(const DeviceComm& dc, const std
                                                  std::uint32_t flag, const char* op, int peer,
                                                  std::uint64_t offset, CallSite site) {
   LLUnit r{Pack{0, 0}, Status::Ok};
-  r.st = detail::DeviceCommPort::wait_until(
+  r.st = DeviceCommPort::wait_until(
       dc, [&](std::uint64_t& seen) { return ll_try_load(pkt, flag, &r.data, &seen); }, op, peer,
       offset, Cmp::Eq, flag, site);
   return r;
@@ -223,24 +222,20 @@ struct CollCall {
   GNIO_HD_INLINE void fail(Status s, int peer_member, std::uint64_t offset, std::uint64_t expected,
                            std::uint64_t seen) {
     if (st == Status::Ok) st = s;
-    detail::DeviceCommPort::report(cc.dc, s, name, peer_member >= 0 ? world(peer_member) : -1,
-                                   offset, expected, seen, Cmp::Eq, 0, site);
+    DeviceCommPort::report(cc.dc, s, name, peer_member >= 0 ? world(peer_member) : -1, offset,
+                           expected, seen, Cmp::Eq, 0, site);
   }
   /// The symmetric-heap offset of `p` on this rank, or kNotInHeap.
   GNIO_HD_INLINE std::uint64_t heap_offset(const void* p) const {
-    const char* base =
-        cc.dc.local(SymPtr<char>{detail::DeviceCommPort::state(cc.dc).heap_id_, 0, 0});
+    const DeviceCommState& heap = DeviceCommPort::state(cc.dc);
+    const char* base = cc.dc.local(SymPtr<char>{heap.heap_id_, 0, 0});
     const std::uintptr_t d =
         reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(base);
-    return p && reinterpret_cast<const char*>(p) >= base &&
-                   d < detail::DeviceCommPort::state(cc.dc).heap_bytes_
-               ? d
-               : kNotInHeap;
+    return p && reinterpret_cast<const char*>(p) >= base && d < heap.heap_bytes_ ? d : kNotInHeap;
   }
   /// Member m's copy of heap offset `off` as an address this rank can load and store.
   GNIO_HD_INLINE char* peer_at(int m, std::uint64_t off) const {
-    return cc.dc.peer_ptr(SymPtr<char>{detail::DeviceCommPort::state(cc.dc).heap_id_, 0, off},
-                          world(m));
+    return cc.dc.peer_ptr(SymPtr<char>{DeviceCommPort::state(cc.dc).heap_id_, 0, off}, world(m));
   }
 
   /// The units [begin, end) of `total` this worker owns (the same split on every rank).

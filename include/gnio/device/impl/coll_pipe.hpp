@@ -91,7 +91,7 @@ struct PipeOut {
                                 ok ? base + at : nullptr, ok ? remote + at : 0, ok ? bytes : 0,
                                 c->land_flag(false, c->me), c->mark(before + sent), SignalOp::Set);
     desc.flags = c->land_desc_flags(ok);
-    detail::DeviceCommPort::proxy_put<Coop>(c->cc.dc, desc, false, c->name, c->site, true);
+    DeviceCommPort::proxy_put<Coop>(c->cc.dc, desc, false, c->name, c->site, true);
   }
   /// Ends the call's use of the pipe. p2p: waits until d consumed every message (so the next call
   /// starts with an empty pipe); proxied: records how many messages went (the next call goes on
@@ -159,7 +159,7 @@ struct PipeIn {
     ProxyDesc desc = proxy_desc(ProxyOp::Signal, c->world(s), nullptr, 0, 0,
                                 c->land_flag(true, c->me), c->mark(before + got), SignalOp::Set);
     desc.flags = c->land_desc_flags(false);
-    (void)detail::DeviceCommPort::proxy_post(c->cc.dc, desc, false, c->name, c->site);
+    (void)DeviceCommPort::proxy_post(c->cc.dc, desc, false, c->name, c->site);
   }
   /// Ends the call's use of the pipe: proxied, records how many messages came (the next call goes
   /// on from there). Called by every member of the group.
