@@ -79,6 +79,8 @@
 #              proxy, each under its own MPS daemon (MSG_MAX, MSG_NET_MAX)
 #   msg-sweep  gnio-perf msg latency 8 B..64 KiB at depths MSG_DEPTHS and bandwidth 1..64 MiB with
 #              slots of MSG_SLOTS, under one MPS daemon
+#   delivery   gnio-delivery-probe (a signal handed to the GPU by launch, stream write, resident
+#              agent; idle and beside resident kernels), plainly and under MPS
 #   mpirun     a plain `mpirun -np 2` of gnio-info --json, ping_pong and the creation benchmark
 #              (no address given: the one-host rendezvous), beside gnio-run's creation time
 #   vs-old     this build beside an older one's stripped libgnio.so.0 + gnio-perf in OLD_DIR
@@ -86,7 +88,9 @@
 #              allgather and reduce_scatter (CUDA graphs, 8 B..VS_OLD_MAX=64M) and the in-kernel
 #              allreduce (sizes x VS_OLD_F, default 4), 2 ranks under MPS; VS_OLD_TOP (default 64M)
 #              adds that one size when the steps of VS_OLD_F skip it; VS_OLD_RMA=1 adds the
-#              RMA latency table (8 B..64 KiB); r/vs-old/compare.md (bench/compare-builds.py)
+#              RMA latency table (8 B..64 KiB), VS_OLD_NET=1 the same through the tcp proxy (2
+#              ranks as 2 nodes, 8 B..4 KiB); r/vs-old/compare.md, r/vs-old/net/compare.md
+#              (bench/compare-builds.py)
 #
 # Each step's output: ${OUT:-./out}/r/STEP.log; one status line per step in r/steps.txt (also
 # printed); r/ is packed into ${OUT}/all.tgz every 20 s and at the end, so a call cut short still
@@ -494,13 +498,31 @@ run_step() {
           [ "${VS_OLD_RMA:-0}" = 1 ] &&
             step "vs-old-rma-$b-$i" env "${env_lib[@]}" timeout 120 "$R" -n 2 -- "$perf" rma \
               --mode lat -b 8 -e 64K -f 8 --json "$r/vs-old/rma-$b-$i.json"
+          [ "${VS_OLD_NET:-0}" = 1 ] && mkdir -p "$r/vs-old/net" &&
+            step "vs-old-net-$b-$i" env "${env_lib[@]}" GNIO_NET=tcp timeout 120 "$R" -n 2 \
+              --nodes 2 -- "$perf" rma --mode lat -b 8 -e 4K -f 8 --json "$r/vs-old/net/rma-$b-$i.json"
         done
       done
       mps_stop
       step vs-old-table python3 bench/compare-builds.py --old "$r/vs-old/*-old-*.json" \
         --new "$r/vs-old/*-new-*.json" --markdown "$r/vs-old/compare.md" \
         --title "new build vs old build, 2 ranks on one GPU under MPS"
-      tail -8 "$r/vs-old-table.log" ;;
+      tail -8 "$r/vs-old-table.log"
+      if [ "${VS_OLD_NET:-0}" = 1 ]; then
+        step vs-old-net-table python3 bench/compare-builds.py --old "$r/vs-old/net/*-old-*.json" \
+          --new "$r/vs-old/net/*-new-*.json" --markdown "$r/vs-old/net/compare.md" \
+          --title "new build vs old build, RMA through the tcp proxy (2 ranks as 2 nodes, MPS)"
+        tail -8 "$r/vs-old-net-table.log"
+      fi ;;
+    delivery)
+      # What handing a received signal to the GPU costs (perf/probes/delivery_probe.cu): plainly,
+      # then as a client of an MPS daemon, as the ranks of a one-GPU job are.
+      step delivery-plain timeout 120 "$B/perf/probes/gnio-delivery-probe" "${DELIVERY_ITERS:-2000}"
+      cat "$r/delivery-plain.log"
+      mps_start
+      step delivery-mps timeout 120 "$B/perf/probes/gnio-delivery-probe" "${DELIVERY_ITERS:-2000}"
+      mps_stop
+      cat "$r/delivery-mps.log" ;;
     msg)
       # Two-sided messages beside put_signal / put, 2 ranks on the GPU(s), each run under its own
       # MPS daemon (one GPU: both kernels at once): p2p up to MSG_MAX (64M), through the proxy
