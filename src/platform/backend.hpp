@@ -84,6 +84,8 @@ struct IpcAllocation {
 /// gnio/device/word_ops.hpp.
 using WordOp = gnio::WordOp;
 
+struct DeliveryRing;  // platform/delivery_agent.hpp
+
 /// What Backend::deliver writes, in this order: data, then a signal word, then a completion mark.
 /// Every part is optional (null pointer / zero bytes: skipped).
 struct Delivery {
@@ -237,6 +239,12 @@ class Backend {
   /// overlaps another's data or an earlier one's signal word. The deliveries with a mark share
   /// one mark word and give it growing marks (the last is what stays).
   virtual void deliver_batch(const Delivery* d, std::size_t count, StreamRef s) = 0;
+  /// Starts the delivery agent (platform/delivery_agent.hpp) on `s`, a stream of its own: it
+  /// applies what the proxy thread publishes in `ring` (host-mapped memory) until the host sets
+  /// `ring->stop`, and occupies `s` until then. On GPUs one block of kAgentThreads threads, so
+  /// kernels that fill the GPU later still find it resident; on the host backend the stream's
+  /// thread.
+  virtual void start_delivery_agent(DeliveryRing* ring, StreamRef s) = 0;
 };
 
 /// The host backend (always available).

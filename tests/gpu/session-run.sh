@@ -79,6 +79,8 @@
 #              proxy, each under its own MPS daemon (MSG_MAX, MSG_NET_MAX)
 #   msg-sweep  gnio-perf msg latency 8 B..64 KiB at depths MSG_DEPTHS and bandwidth 1..64 MiB with
 #              slots of MSG_SLOTS, under one MPS daemon
+#   net-ab     the RMA latency table and 8-byte message rates through the tcp proxy under two
+#              settings (NET_AB_A, NET_AB_B; default GNIO_PROXY_AGENT=0 and =1), NET_AB_RUNS runs
 #   delivery   gnio-delivery-probe (a signal handed to the GPU by launch, stream write, resident
 #              agent; idle and beside resident kernels), plainly and under MPS
 #   mpirun     a plain `mpirun -np 2` of gnio-info --json, ping_pong and the creation benchmark
@@ -514,6 +516,34 @@ run_step() {
           --title "new build vs old build, RMA through the tcp proxy (2 ranks as 2 nodes, MPS)"
         tail -8 "$r/vs-old-net-table.log"
       fi ;;
+    net-ab)
+      # Two settings side by side through the tcp proxy (2 ranks as 2 nodes, one MPS daemon):
+      # the RMA latency table (8 B..4 KiB) and the 8-byte put, put_signal and signal rates under
+      # NET_AB_A and NET_AB_B (space-separated VAR=value; default the delivery agent off and on),
+      # NET_AB_RUNS (3) interleaved runs; r/NET_AB_NAME/compare.md with A as "old", B as "new".
+      local ab=$r/${NET_AB_NAME:-net-ab}
+      mkdir -p "$ab"
+      mps_start
+      for i in $(seq 1 "${NET_AB_RUNS:-3}"); do
+        for side in a b; do
+          local vars=${NET_AB_A:-GNIO_PROXY_AGENT=0}
+          [ "$side" = b ] && vars=${NET_AB_B:-GNIO_PROXY_AGENT=1}
+          # shellcheck disable=SC2086  # VAR=value words
+          step "${NET_AB_NAME:-net-ab}-rma-$side-$i" env $vars GNIO_NET=tcp timeout 120 "$R" -n 2 \
+            --nodes 2 -- "$P" rma --mode lat -b 8 -e 4K -f 8 --json "$ab/rma-$side-$i.json"
+          for op in put put_signal signal; do
+            # shellcheck disable=SC2086
+            step "${NET_AB_NAME:-net-ab}-$op-$side-$i" env $vars GNIO_NET=tcp timeout 90 "$R" -n 2 \
+              --nodes 2 -- "$P" msgrate --op "$op" --grid 8 --block 128 -n 20 --reps 3 \
+              --json "$ab/rate-$op-$side-$i.json"
+          done
+        done
+      done
+      mps_stop
+      step "${NET_AB_NAME:-net-ab}-table" python3 bench/compare-builds.py --old "$ab/*-a-*.json" \
+        --new "$ab/*-b-*.json" --markdown "$ab/compare.md" \
+        --title "through the tcp proxy, ${NET_AB_A:-GNIO_PROXY_AGENT=0} (old) vs ${NET_AB_B:-GNIO_PROXY_AGENT=1} (new)"
+      tail -6 "$r/${NET_AB_NAME:-net-ab}-table.log" ;;
     delivery)
       # What handing a received signal to the GPU costs (perf/probes/delivery_probe.cu): plainly,
       # then as a client of an MPS daemon, as the ranks of a one-GPU job are.

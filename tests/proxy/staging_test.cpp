@@ -40,6 +40,7 @@ constexpr std::uint8_t kPoison = 0;
 struct Param {
   bool direct;
   std::size_t chunk;
+  bool agent;  // inbound deliveries through the delivery agent (else a launch per batch)
 };
 
 /// Transfer sizes around the chunk boundaries, and past a megabyte unless `chunk` is tiny (then a
@@ -57,7 +58,8 @@ class StagingTest : public ::testing::TestWithParam<Param> {
 
 TEST_P(StagingTest, HeaderAndDataArriveInPlace) {
   const Param p = GetParam();
-  Staging sender(*backend, kOut, p.direct, p.chunk), receiver(*backend, kIn, p.direct, p.chunk);
+  Staging sender(*backend, kOut, p.direct, p.chunk),
+      receiver(*backend, kIn, p.direct, p.chunk, p.agent);
   const std::size_t chunk = p.chunk;
   auto* sig = static_cast<std::uint64_t*>(backend->alloc_device(sizeof(std::uint64_t)));
   *sig = 100;
@@ -144,7 +146,7 @@ TEST_P(StagingTest, ManyDeliveriesInFlightAllLand) {
   // inbound ring wraps many times, and reserve() must wait for completed pieces, never overwrite
   // a live one.
   const Param p = GetParam();
-  Staging receiver(*backend, kIn, p.direct, p.chunk);
+  Staging receiver(*backend, kIn, p.direct, p.chunk, p.agent);
   const std::size_t piece = p.chunk / 3 + 1, count = 200, stride = piece + 5;
   auto* dst = static_cast<std::uint8_t*>(backend->alloc_device(count * stride));
   auto* sig = static_cast<std::uint64_t*>(backend->alloc_device(sizeof(std::uint64_t)));
@@ -190,7 +192,7 @@ TEST_P(StagingTest, SmallDeliveriesLandInTheOrderTheyCame) {
   // signal onto data put just before it comes after that data. flush() alone completes them
   // (what the proxy's receiver relies on between turns).
   const Param p = GetParam();
-  Staging receiver(*backend, kIn, p.direct, p.chunk);
+  Staging receiver(*backend, kIn, p.direct, p.chunk, p.agent);
   constexpr std::size_t kSlots = 10, kRounds = 300;
   auto* slots = static_cast<std::uint64_t*>(backend->alloc_device(kSlots * sizeof(std::uint64_t)));
   auto* words = static_cast<std::uint64_t*>(backend->alloc_device(3 * sizeof(std::uint64_t)));
@@ -252,7 +254,7 @@ void check_word_ops(Staging& s, T* w) {
 
 TEST_P(StagingTest, WordAtomicsGiveResultAndOldValue) {
   const Param p = GetParam();
-  Staging s(*backend, kIn, p.direct, p.chunk);
+  Staging s(*backend, kIn, p.direct, p.chunk, p.agent);
   auto* words = static_cast<std::uint64_t*>(backend->alloc_device(2 * sizeof(std::uint64_t)));
   check_word_ops(s, reinterpret_cast<std::uint32_t*>(words));
   check_word_ops(s, words + 1);
@@ -261,7 +263,7 @@ TEST_P(StagingTest, WordAtomicsGiveResultAndOldValue) {
 
 TEST_P(StagingTest, ConnectionClosedMidDataIsReported) {
   const Param p = GetParam();
-  Staging receiver(*backend, kIn, p.direct, p.chunk);
+  Staging receiver(*backend, kIn, p.direct, p.chunk, p.agent);
   SocketPair sp;
   const std::size_t bytes = 4 * p.chunk + 3;
   // More than a chunk arrives (so a copy is pending when the connection ends), then the peer
@@ -287,12 +289,78 @@ TEST_P(StagingTest, ConnectionClosedMidDataIsReported) {
   backend->free_device(dst);
 }
 
+TEST_P(StagingTest, LargeAndSmallDeliveriesKeepTheirOrder) {
+  // Large pieces go through a stream (the copy engine on GPUs), small ones in batches (through the
+  // delivery agent, or a launch each): a small put onto bytes a large one wrote just before must
+  // land after it, a large one after a small one too, and each large put's signal after its data.
+  const Param p = GetParam();
+  Staging receiver(*backend, kIn, p.direct, p.chunk, p.agent);
+  constexpr std::size_t kWords = 2048, kRounds = 40;  // 16 KiB: past a batch's 4 KiB
+  auto* buf = static_cast<std::uint64_t*>(backend->alloc_device(kWords * sizeof(std::uint64_t)));
+  auto* count = static_cast<std::uint64_t*>(backend->alloc_device(sizeof(std::uint64_t)));
+  for (std::size_t i = 0; i < kWords; ++i) buf[i] = kPoison;
+  *count = 0;
+  std::vector<std::uint64_t> large(kWords);
+  for (std::size_t k = 0; k < kRounds; ++k) {
+    for (std::size_t i = 0; i < kWords; ++i) large[i] = k * 100000 + i + 1;
+    const Staging::Signal counted{count, WordOp::Add, 1};
+    std::uint64_t mark = 0;
+    ASSERT_TRUE(receiver.receive(large.data(), buf, sizeof(std::uint64_t) * kWords, &counted,
+                                 Deadline::after(30), &mark));
+    if (k % 2 == 0) {  // a small put onto the first word, after the large one
+      const std::uint64_t small = 900000 + k;
+      ASSERT_TRUE(
+          receiver.receive(&small, buf, sizeof(small), nullptr, Deadline::after(30), &mark));
+    }
+  }
+  ASSERT_TRUE(receiver.settle(Deadline::after(30)));
+  EXPECT_EQ(*count, kRounds);
+  const std::size_t last = kRounds - 1;  // odd: its large put is the last writer of every word
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < kWords; ++i) wrong += buf[i] != last * 100000 + i + 1;
+  EXPECT_EQ(wrong, 0u);
+  // One more small put last: it wins over the large put before it.
+  const std::uint64_t small = 424242;
+  std::uint64_t mark = 0;
+  ASSERT_TRUE(receiver.receive(&small, buf, sizeof(small), nullptr, Deadline::after(30), &mark));
+  ASSERT_TRUE(receiver.settle(Deadline::after(30)));
+  EXPECT_EQ(buf[0], small);
+  EXPECT_EQ(buf[1], last * 100000 + 2);
+  backend->free_device(buf);
+  backend->free_device(count);
+}
+
+TEST_P(StagingTest, AgentStopsWhenIdleAndStartsAgain) {
+  // idle() stops the delivery agent only once everything landed and its idle spell passed; a
+  // delivery after that starts it again (and lands).
+  const Param p = GetParam();
+  Staging receiver(*backend, kIn, p.direct, p.chunk, p.agent);
+  auto* words = static_cast<std::uint64_t*>(backend->alloc_device(2 * sizeof(std::uint64_t)));
+  words[0] = words[1] = 0;
+  for (int round = 0; round < 3; ++round) {
+    const std::uint64_t v = 77 + round;
+    const Staging::Signal counted{&words[1], WordOp::Add, 1};
+    std::uint64_t mark = 0;
+    ASSERT_TRUE(receiver.receive(&v, &words[0], sizeof(v), &counted, Deadline::after(30), &mark));
+    receiver.idle();  // too early: in flight or within the spell; must not lose the delivery
+    ASSERT_TRUE(receiver.settle(Deadline::after(30)));
+    EXPECT_EQ(words[0], v);
+    EXPECT_EQ(words[1], static_cast<std::uint64_t>(round + 1));
+    std::this_thread::sleep_for(Staging::kAgentIdleSpell + std::chrono::milliseconds(5));
+    receiver.idle();  // stops it
+  }
+  backend->free_device(words);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, StagingTest,
-                         ::testing::Values(Param{true, 4096}, Param{false, 8}, Param{false, 4096},
-                                           Param{false, 256 * 1024}),
+                         ::testing::Values(Param{true, 4096, false}, Param{false, 8, false},
+                                           Param{false, 4096, false},
+                                           Param{false, 256 * 1024, false}, Param{false, 8, true},
+                                           Param{false, 4096, true},
+                                           Param{false, 256 * 1024, true}),
                          [](const ::testing::TestParamInfo<Param>& i) {
                            return std::string(i.param.direct ? "Direct" : "Staged") +
-                                  std::to_string(i.param.chunk);
+                                  std::to_string(i.param.chunk) + (i.param.agent ? "Agent" : "");
                          });
 
 }  // namespace

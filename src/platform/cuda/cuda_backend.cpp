@@ -1031,6 +1031,14 @@ void CudaBackend::deliver_batch(const Delivery* d, std::size_t count, StreamRef 
                   "launching the deliver kernel for a batch of %zu deliveries", count);
 }
 
+void CudaBackend::start_delivery_agent(DeliveryRing* ring, StreamRef s) {
+  cudaStream_t stream = cuda_stream(s, device_);
+  GNIO_REQUIRE(ring, "start_delivery_agent on GPU %d: no ring", device_);
+  ScopedDevice guard(device_);
+  GNIO_CUDA_CHECK(device_, launch_delivery_agent_kernel(ring, stream),
+                  "launching the delivery agent (ring %p)", static_cast<void*>(ring));
+}
+
 void CudaBackend::device_synchronize() {
   ScopedDevice guard(device_);
   GNIO_CUDA_CHECK(device_, cudaDeviceSynchronize(), "cudaDeviceSynchronize");

@@ -1,7 +1,8 @@
-// The kernels behind CudaBackend::word_atomic, deliver and deliver_batch: the only way host code
-// can update a word of device memory atomically with respect to kernels (the host cannot address
-// device memory, and a copy into it is not atomic). Their stream order after the proxy's data
-// copies is what makes a proxied signal visible only after its data.
+// The kernels behind CudaBackend::word_atomic, deliver, deliver_batch and the delivery agent: the
+// only way host code can update a word of device memory atomically with respect to kernels (the
+// host cannot address device memory, and a copy into it is not atomic). Their stream order after
+// the proxy's data copies (the agent: the stream marks its entries wait for) is what makes a
+// proxied signal visible only after its data.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "gnio/device/atomic.hpp"
 #include "platform/cuda/cuda_error.hpp"
 #include "platform/cuda/cuda_stream_ops.hpp"
+#include "platform/delivery_agent.hpp"
 #include "platform/word_op.hpp"
 
 namespace gnio::platform {
@@ -24,50 +26,8 @@ __global__ void word_atomic_kernel(T* word, WordOp op, T operand, T expected, st
   if (old) dev::atomic_store(old, before, dev::Order::Release);
 }
 
-/// Copies `n` bytes (a multiple of sizeof(V); both pointers V-aligned) with `threads` threads,
-/// this one being `thread`. Each thread issues four loads before its stores: reads of host memory
-/// cross the bus, and keeping several in flight is what makes them fast.
-template <class V>
-__device__ void group_copy(char* __restrict__ dst, const char* __restrict__ src, std::size_t n,
-                           unsigned thread, unsigned threads) {
-  constexpr unsigned kUnroll = 4;
-  const std::size_t count = n / sizeof(V);
-  auto* to = reinterpret_cast<V*>(dst);
-  const auto* from = reinterpret_cast<const V*>(src);
-  for (std::size_t base = thread; base < count; base += kUnroll * threads) {
-    V v[kUnroll];
-#pragma unroll
-    for (unsigned u = 0; u < kUnroll; ++u) {
-      const std::size_t i = base + u * threads;
-      if (i < count) v[u] = from[i];
-    }
-#pragma unroll
-    for (unsigned u = 0; u < kUnroll; ++u) {
-      const std::size_t i = base + u * threads;
-      if (i < count) to[i] = v[u];
-    }
-  }
-}
-
-/// group_copy with the widest access both pointers and the length allow.
-__device__ void copy_bytes(void* dst, const void* src, std::size_t n, unsigned thread,
-                           unsigned threads) {
-  char* to = static_cast<char*>(dst);
-  const char* from = static_cast<const char*>(src);
-  const std::uintptr_t align =
-      reinterpret_cast<std::uintptr_t>(to) | reinterpret_cast<std::uintptr_t>(from) | n;
-  if (align % 16 == 0)
-    group_copy<uint4>(to, from, n, thread, threads);
-  else if (align % 8 == 0)
-    group_copy<std::uint64_t>(to, from, n, thread, threads);
-  else if (align % 4 == 0)
-    group_copy<std::uint32_t>(to, from, n, thread, threads);
-  else
-    group_copy<unsigned char>(to, from, n, thread, threads);
-}
-
 __global__ void deliver_kernel(Delivery d) {
-  if (d.bytes) copy_bytes(d.dst, d.src, d.bytes, threadIdx.x, blockDim.x);
+  if (d.bytes) copy_delivery_bytes(d.dst, d.src, d.bytes, threadIdx.x, blockDim.x);
   // The block's stores happen before thread 0's release (the barrier orders them), so whoever
   // sees the signal or the mark sees all of the data.
   __syncthreads();
@@ -98,7 +58,8 @@ static_assert(sizeof(DeliveryBatch) <= 4000, "a kernel parameter holds at most 4
 __global__ void deliver_batch_kernel(DeliveryBatch b) {
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
   for (unsigned i = warp; i < b.count; i += warps)
-    if (b.items[i].bytes) copy_bytes(b.items[i].dst, b.items[i].src, b.items[i].bytes, lane, 32);
+    if (b.items[i].bytes)
+      copy_delivery_bytes(b.items[i].dst, b.items[i].src, b.items[i].bytes, lane, 32);
   __syncthreads();
   if (threadIdx.x != 0) return;
   for (unsigned i = 0; i < b.count; ++i)
@@ -106,6 +67,15 @@ __global__ void deliver_batch_kernel(DeliveryBatch b) {
       (void)apply_word_op(b.items[i].word, 8, b.items[i].op, b.items[i].operand, 0,
                           dev::Order::AcqRel);
   if (b.done) dev::atomic_store(b.done, b.mark, dev::Order::Release);
+}
+
+struct BlockBarrier {
+  __device__ void operator()() const { __syncthreads(); }
+};
+
+__global__ void __launch_bounds__(kAgentThreads) delivery_agent_kernel(DeliveryRing* ring) {
+  __shared__ std::uint64_t batch_end;
+  run_delivery_agent(ring, threadIdx.x, blockDim.x, BlockBarrier{}, &batch_end);
 }
 
 }  // namespace
@@ -122,6 +92,8 @@ void load_stream_op_kernels(int device) {
                   "loading the word_atomic kernel (64-bit)");
   GNIO_CUDA_CHECK(device, cudaFuncGetAttributes(&attr, deliver_kernel),
                   "loading the deliver kernel");
+  GNIO_CUDA_CHECK(device, cudaFuncGetAttributes(&attr, delivery_agent_kernel),
+                  "loading the delivery agent's kernel");
   GNIO_CUDA_CHECK(device, cudaFuncGetAttributes(&attr, deliver_batch_kernel),
                   "loading the deliver kernel for batches");
 }
@@ -162,6 +134,11 @@ cudaError_t launch_deliver_batch_kernel(const Delivery* d, std::size_t count, cu
   const unsigned warps =
       static_cast<unsigned>(count < kDeliverBatchWarps ? count : kDeliverBatchWarps);
   deliver_batch_kernel<<<1, 32 * warps, 0, stream>>>(b);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_delivery_agent_kernel(DeliveryRing* ring, cudaStream_t stream) {
+  delivery_agent_kernel<<<1, kAgentThreads, 0, stream>>>(ring);
   return cudaGetLastError();
 }
 

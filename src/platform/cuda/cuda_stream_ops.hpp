@@ -1,4 +1,5 @@
-// The kernels behind CudaBackend::word_atomic, deliver and deliver_batch (cuda_stream_ops.cu), for
+// The kernels behind CudaBackend::word_atomic, deliver, deliver_batch and the delivery agent
+// (cuda_stream_ops.cu), for
 // the backend's own use.
 #pragma once
 
@@ -30,5 +31,8 @@ cudaError_t launch_deliver_kernel(const Delivery& d, cudaStream_t stream);
 /// deliveries of at most kMaxBatchedDeliveryBytes each, passed by value (the array may be reused
 /// once this returns).
 cudaError_t launch_deliver_batch_kernel(const Delivery* d, std::size_t count, cudaStream_t stream);
+/// Queues the delivery agent's kernel (one block of kAgentThreads) on `stream`; it returns once the
+/// host sets ring->stop and everything published is applied.
+cudaError_t launch_delivery_agent_kernel(DeliveryRing* ring, cudaStream_t stream);
 
 }  // namespace gnio::platform

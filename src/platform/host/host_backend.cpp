@@ -15,6 +15,7 @@
 
 #include "base/fail.hpp"
 #include "gnio/log.hpp"
+#include "platform/delivery_agent.hpp"
 #include "platform/host/host_memory.hpp"
 #include "platform/host/host_stream.hpp"
 #include "platform/word_op.hpp"
@@ -396,6 +397,19 @@ void HostBackend::deliver_batch(const Delivery* d, std::size_t count, StreamRef 
           if (x.done) dev::atomic_store(x.done, x.mark, dev::Order::Release);
       },
       "deliver_batch");
+}
+
+void HostBackend::start_delivery_agent(DeliveryRing* ring, StreamRef s) {
+  detail::HostStream* stream = host_stream(s, "start_delivery_agent");
+  GNIO_REQUIRE(ring, "host backend start_delivery_agent: no ring");
+  // The stream's own thread is the agent: one thread, whose barrier is a no-op.
+  stream->enqueue_function(
+      [ring] {
+        std::uint64_t batch_end = 0;
+        run_delivery_agent(
+            ring, 0, 1, [] {}, &batch_end);
+      },
+      "delivery agent");
 }
 
 void HostBackend::device_synchronize() {

@@ -16,6 +16,9 @@ namespace {
 constexpr std::size_t kPieceAlign = 16;
 /// Inbound ring size in chunks: deliveries of up to this many chunks in flight.
 constexpr std::size_t kRingChunks = 4;
+/// How long the delivery agent may take no entry (ring full) or apply none (before a remote
+/// atomic) before the proxy gives up on the GPU.
+constexpr int kAgentStallSeconds = 60;
 
 std::size_t round_up(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
@@ -23,7 +26,8 @@ std::size_t round_up(std::size_t n, std::size_t to) {
 
 }  // namespace
 
-Staging::Staging(platform::Backend& backend, Direction direction, bool direct, std::size_t chunk)
+Staging::Staging(platform::Backend& backend, Direction direction, bool direct, std::size_t chunk,
+                 std::optional<bool> agent)
     : backend_(backend), direction_(direction), direct_(direct), chunk_(chunk) {
   done_ = &direct_done_;
   if (direct_) return;
@@ -41,6 +45,12 @@ Staging::Staging(platform::Backend& backend, Direction direction, bool direct, s
       bounce_[0] = static_cast<char*>(backend_.alloc_host_mapped(ring_bytes_));
       done_ = static_cast<std::uint64_t*>(backend_.alloc_host_mapped(sizeof(std::uint64_t)));
       old_ = static_cast<std::uint64_t*>(backend_.alloc_host_mapped(sizeof(std::uint64_t)));
+      if (agent.value_or(config_bool("GNIO_PROXY_AGENT"))) {
+        ring_ = static_cast<platform::DeliveryRing*>(
+            backend_.alloc_host_mapped(sizeof(platform::DeliveryRing)));
+        std::memset(static_cast<void*>(ring_), 0, sizeof(platform::DeliveryRing));
+        backend_.create_stream(&agent_cuda_, &agent_host_);
+      }
     }
     for (int i = 0; i < streams(); ++i) backend_.create_stream(&cuda_[i], &host_[i]);
   } catch (...) {
@@ -56,9 +66,17 @@ Staging::~Staging() {
 void Staging::release() noexcept {
   try {
     flush();
+    if (agent_running_) stop_agent();
   } catch (...) {
     // Nothing waits for these deliveries any more.
   }
+  if (agent_cuda_ || agent_host_) {
+    backend_.destroy_stream(agent_cuda_, agent_host_);
+    agent_cuda_ = nullptr;
+    agent_host_ = nullptr;
+  }
+  backend_.free_host_mapped(ring_);
+  ring_ = nullptr;
   for (int i = 0; i < 2; ++i) {
     if (cuda_[i] || host_[i]) {
       try {
@@ -129,14 +147,28 @@ bootstrap::IoStatus Staging::copy_out(const void* src, std::size_t bytes, Starte
 }
 
 std::uint64_t Staging::completed() const {
-  return dev::atomic_load(done_, dev::Order::Acquire);
+  // With the agent every delivery's mark ends up in its ring (a large one's after its copy).
+  return dev::atomic_load(ring_ ? &ring_->done : done_, dev::Order::Acquire);
 }
 
-bool Staging::settle(const Deadline& deadline) {
-  flush();
-  // A no-progress deadline counts again from each delivery that completes.
-  Deadline d = deadline;
-  for (std::uint64_t seen = completed(); seen < issued_;) {
+void Staging::idle() {
+  if (!agent_running_ || !batch_.empty() || completed() < issued_ ||
+      std::chrono::steady_clock::now() - agent_used_ < kAgentIdleSpell)
+    return;
+  stop_agent();
+}
+
+void Staging::stop_agent() {
+  dev::atomic_store(&ring_->stop, std::uint64_t{1}, dev::Order::Release);
+  backend_.stream_synchronize(agent_stream());
+  // The next start is stream-ordered after this store (a launch reads its memory afresh).
+  dev::atomic_store(&ring_->stop, std::uint64_t{0}, dev::Order::Relaxed);
+  agent_running_ = false;
+}
+
+bool Staging::await_agent(std::uint64_t mark, const Deadline& deadline) const {
+  Deadline d = deadline;  // renewed by each delivery that completes, as in settle()
+  for (std::uint64_t seen = completed(); seen < mark;) {
     if (d.expired()) return false;
     std::this_thread::yield();
     const std::uint64_t now = completed();
@@ -144,6 +176,12 @@ bool Staging::settle(const Deadline& deadline) {
     seen = now;
   }
   return true;
+}
+
+bool Staging::settle(const Deadline& deadline) {
+  flush();
+  // A no-progress deadline counts again from each delivery that completes.
+  return await_agent(issued_, deadline);
 }
 
 bool Staging::reserve(std::size_t bytes, const Deadline& deadline, std::size_t* at) {
@@ -237,7 +275,7 @@ bootstrap::IoStatus Staging::queue(void* dst, std::size_t bytes, const Signal* s
     }
     d.done = done_;
     d.mark = ++issued_;
-    hand_over(d);
+    if (!hand_over(d, deadline)) return bootstrap::IoStatus::Timeout;
     if (n > 0) pieces_.push_back(Piece{begin, d.mark});
     at += n;
   } while (at < bytes);
@@ -254,11 +292,27 @@ bool overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_by
 
 }  // namespace
 
-void Staging::hand_over(const platform::Delivery& d) {
-  if (d.bytes > platform::kMaxBatchedDeliveryBytes || batch_limit_ == 1) {
+bool Staging::hand_over(const platform::Delivery& d, const Deadline& deadline) {
+  if (d.bytes > platform::kMaxBatchedDeliveryBytes || (!ring_ && batch_limit_ == 1)) {
     flush();
-    backend_.deliver(d, stream(0));
-    return;
+    if (!ring_) {
+      backend_.deliver(d, stream(0));
+      return true;
+    }
+    // The copy engine moves the data once what the agent holds landed (it may overlap); the
+    // signal and the mark follow through the agent once the copy is done.
+    if (!await_agent(agent_mark_, deadline)) return false;
+    platform::Delivery copy = d;
+    copy.word = nullptr;
+    copy.done = &ring_->stream_done;
+    backend_.deliver(copy, stream(0));
+    stream_mark_ = d.mark;
+    platform::Delivery rest = d;
+    rest.dst = nullptr;
+    rest.src = nullptr;
+    rest.bytes = 0;
+    batch_.push_back(rest);
+    return true;
   }
   // The batch writes all data before any signal: a piece whose data meets data the batch holds
   // (which of the two lands last is open) or a signal word it holds (the signal must land first)
@@ -271,10 +325,15 @@ void Staging::hand_over(const platform::Delivery& d) {
     }
   batch_.push_back(d);
   if (batch_.size() >= batch_limit_) flush();
+  return true;
 }
 
 void Staging::flush() {
   if (batch_.empty()) return;
+  if (ring_) {
+    publish();
+    return;
+  }
   if (batch_.size() == 1)
     backend_.deliver(batch_.front(), stream(0));
   else
@@ -282,11 +341,60 @@ void Staging::flush() {
   batch_.clear();
 }
 
+void Staging::publish() {
+  // A batch of the agent's starts here: its data lands in any order, and what came before (which
+  // it may overlap) was applied first.
+  Deadline d = Deadline::no_progress_for(kAgentStallSeconds);
+  std::uint64_t seen = 0;
+  for (std::size_t k = 0; k < batch_.size(); ++k) {
+    for (;;) {
+      const std::uint64_t head = dev::atomic_load(&ring_->head, dev::Order::Acquire);
+      // (A stopped agent left the ring empty: only a running one lets it fill.)
+      if (agent_tail_ - head < platform::kAgentSlots) break;
+      if (head != seen) d = d.renewed();
+      seen = head;
+      if (d.expired())
+        fail(ErrorClass::Timeout,
+             "proxy: the GPU's delivery agent took no delivery for %d s (is the GPU "
+             "running it? a kernel that fills the GPU before the first delivery leaves it "
+             "no room)",
+             kAgentStallSeconds);
+      std::this_thread::yield();
+    }
+    const platform::Delivery& x = batch_[k];
+    platform::AgentEntry& e = ring_->entries[agent_tail_ % platform::kAgentSlots];
+    e.dst = x.dst;
+    e.src = x.src;
+    e.word = x.word;
+    e.operand = x.operand;
+    e.mark = x.mark;
+    e.after = stream_mark_;
+    e.bytes = static_cast<std::uint32_t>(x.bytes);
+    e.op = static_cast<std::uint16_t>(x.op);
+    e.flags = k == 0 ? platform::kAgentStartsBatch : 0;
+    ++agent_tail_;
+  }
+  agent_mark_ = batch_.back().mark;
+  batch_.clear();
+  dev::atomic_store(&ring_->tail, agent_tail_, dev::Order::Release);
+  agent_used_ = std::chrono::steady_clock::now();
+  if (!agent_running_) {
+    backend_.start_delivery_agent(ring_, agent_stream());
+    agent_running_ = true;
+  }
+}
+
 std::uint64_t Staging::word_atomic(void* word, unsigned width, platform::WordOp op,
                                    std::uint64_t operand, std::uint64_t expected) {
   if (direct_)
     return platform::apply_word_op(word, width, op, operand, expected, dev::Order::AcqRel);
   flush();
+  // The kernel below runs on stream(0): what the agent holds lands first.
+  if (ring_ && !await_agent(agent_mark_, Deadline::no_progress_for(kAgentStallSeconds)))
+    fail(ErrorClass::Timeout,
+         "proxy: the GPU's delivery agent applied no delivery for %d s before a remote "
+         "atomic",
+         kAgentStallSeconds);
   backend_.word_atomic(word, width, op, operand, expected, old_, stream(0));
   backend_.stream_synchronize(stream(0));
   return dev::atomic_load(old_, dev::Order::Acquire);

@@ -6,21 +6,27 @@
 // receiver thread): a ring of bounce space the socket fills and Backend::deliver empties without
 // the thread waiting for it, so the next frame arrives while the GPU takes this one; a delivery's
 // completion mark tells the thread when data and signal are in place. Small deliveries are held
-// back and handed over in batches (Backend::deliver_batch: one kernel launch for up to 64 puts)
-// when the thread has no more frames at hand (flush()), when a batch is full, or before anything
-// that must follow them. Signals and remote atomics are stream-ordered after the data. Each proxy
-// thread owns one Staging (it is not thread-safe); the protocol above it is the same on both
-// backends.
+// back and handed over in batches when the thread has no more frames at hand (flush()), when a
+// batch is full, or before anything that must follow them: to the delivery agent, a resident
+// block on the GPU that polls a ring in host memory (platform/delivery_agent.hpp; started at the
+// first batch, stopped by idle() after kAgentIdleSpell without one), or with GNIO_PROXY_AGENT=0
+// by a kernel launch per batch (Backend::deliver_batch). Large data goes through the copy engine
+// on a stream, after everything handed over before it; what follows it waits for its stream mark.
+// Signals and remote atomics land after the data. Each proxy thread owns one Staging (it is not
+// thread-safe); the protocol above it is the same on both backends.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include "base/deadline.hpp"
 #include "bootstrap/socket.hpp"
 #include "platform/backend.hpp"
+#include "platform/delivery_agent.hpp"
 #include "transport/net/tcp/socket_reader.hpp"
 
 namespace gnio::proxy {
@@ -35,10 +41,15 @@ class Staging {
     std::uint64_t operand;
   };
 
+  /// How long the delivery agent runs without a delivery before idle() stops it.
+  static constexpr std::chrono::milliseconds kAgentIdleSpell{10};
+
   /// `direct`: the calling thread addresses every source and target itself (host backend);
   /// otherwise copies go through bounce buffers (Outbound: two of `chunk` bytes; Inbound: a ring
-  /// of four) on streams of `backend` created here.
-  Staging(platform::Backend& backend, Direction direction, bool direct, std::size_t chunk);
+  /// of four) on streams of `backend` created here. `agent` (Inbound, staged): hand small
+  /// deliveries to the delivery agent (default: GNIO_PROXY_AGENT).
+  Staging(platform::Backend& backend, Direction direction, bool direct, std::size_t chunk,
+          std::optional<bool> agent = std::nullopt);
   ~Staging();
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
@@ -70,6 +81,10 @@ class Staging {
   /// at hand (their marks complete only after this). settle(), word_atomic() and a receive()
   /// that waits for bounce space do it themselves.
   void flush();
+  /// Call when the thread has nothing to do: stops the delivery agent once every delivery landed
+  /// and none came for kAgentIdleSpell (a resident agent holds a block of the GPU, and a
+  /// cudaDeviceSynchronize waits for it).
+  void idle();
   /// The highest mark whose delivery is complete (every earlier one is too).
   std::uint64_t completed() const;
   /// The last mark handed out (completed() reaches it once every queued delivery landed).
@@ -107,6 +122,17 @@ class Staging {
   std::uint64_t* done_ = nullptr;          // host-mapped: the completed mark (Inbound, staged)
   std::uint64_t direct_done_ = 0;          // direct: deliveries complete at once
   std::uint64_t* old_ = nullptr;  // host-mapped: where word_atomic's kernel leaves the old value
+  // The delivery agent (Inbound, staged, `agent`): its ring (host-mapped) and stream, whether it
+  // runs, entries written into the ring, the last mark it was given and the last one queued on
+  // stream(0) (what later entries wait for), when it last got work.
+  platform::DeliveryRing* ring_ = nullptr;
+  CUstream_st* agent_cuda_ = nullptr;
+  detail::HostStream* agent_host_ = nullptr;
+  bool agent_running_ = false;
+  std::uint64_t agent_tail_ = 0;
+  std::uint64_t agent_mark_ = 0;
+  std::uint64_t stream_mark_ = 0;
+  std::chrono::steady_clock::time_point agent_used_{};
 
   /// Waits for and frees what the constructor made (whatever part of it exists).
   void release() noexcept;
@@ -123,7 +149,17 @@ class Staging {
   bootstrap::IoStatus copy_out(const void* src, std::size_t bytes, Started started, Take take);
   /// Queues `d` (one piece of a delivery): into the batch when it is small and does not overlap
   /// what the batch holds in a way the batch's order would break; otherwise after the batch.
-  void hand_over(const platform::Delivery& d);
+  /// False when, with the agent, what it holds did not land before `deadline`.
+  bool hand_over(const platform::Delivery& d, const Deadline& deadline);
+  /// flush() with the agent: the batch into its ring (starting it if needed), as one batch of its.
+  void publish();
+  /// Waits until the agent applied mark `mark`; false on deadline.
+  bool await_agent(std::uint64_t mark, const Deadline& deadline) const;
+  /// Stops the agent and waits until it returned (everything published is applied first).
+  void stop_agent();
+  StreamRef agent_stream() const {
+    return agent_host_ ? StreamRef(agent_host_) : StreamRef(agent_cuda_);
+  }
   /// receive()'s body: `fill(to, at, n)` puts bytes [at, at + n) of the data at `to`.
   template <class Fill>
   bootstrap::IoStatus queue(void* dst, std::size_t bytes, const Signal* signal,

@@ -295,6 +295,7 @@ void TcpProxy::receive_loop(int lane) {
     const bool polling = held || !ln.delivering.empty() || now - last_work < spin();
     const int n = ::poll(pfds.data(), pfds.size(), polling ? 0 : 50);
     if (n < 0 || (n == 0 && !held)) {  // nothing, or EINTR
+      if (ln.inbound) ln.inbound->idle();
       if (polling) std::this_thread::yield();
       continue;
     }

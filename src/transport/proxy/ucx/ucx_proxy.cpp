@@ -511,14 +511,17 @@ void UcxProxy::progress_loop() {
     if (busy) {
       idle = 0;
       last_work = now;
-    } else if (++idle < 64 || now - last_work < spin()) {
-      std::this_thread::yield();
-    } else if (efd >= 0 && ucp_worker_arm(worker) == UCS_OK) {
-      // Asleep until the network has something (a peer's operation to apply, a completion) or
-      // the doorbell rings (see sleep_until_rung). A descriptor the last turn saw and left
-      // (waiting for a word message's answer or for UCX resources) needs no look.
-      sleep_until_rung(std::chrono::microseconds(idle < 1024 ? 20 : 200), efd,
-                       [&] { return !left_published && descriptor_published(next); });
+    } else {
+      words_->idle();  // stops the delivery agent after its idle spell
+      if (++idle < 64 || now - last_work < spin()) {
+        std::this_thread::yield();
+      } else if (efd >= 0 && ucp_worker_arm(worker) == UCS_OK) {
+        // Asleep until the network has something (a peer's operation to apply, a completion)
+        // or the doorbell rings (see sleep_until_rung). A descriptor the last turn saw and left
+        // (waiting for a word message's answer or for UCX resources) needs no look.
+        sleep_until_rung(std::chrono::microseconds(idle < 1024 ? 20 : 200), efd,
+                         [&] { return !left_published && descriptor_published(next); });
+      }
     }
   }
 }
