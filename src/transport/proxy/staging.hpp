@@ -85,6 +85,8 @@ class Staging {
   /// and none came for kAgentIdleSpell (a resident agent holds a block of the GPU, and a
   /// cudaDeviceSynchronize waits for it).
   void idle();
+  /// True while the delivery agent runs (idle() will stop it).
+  bool agent_running() const { return agent_running_; }
   /// The highest mark whose delivery is complete (every earlier one is too).
   std::uint64_t completed() const;
   /// The last mark handed out (completed() reaches it once every queued delivery landed).

@@ -292,7 +292,9 @@ void TcpProxy::receive_loop(int lane) {
     // is polled here) and within the spin window after the last frame; otherwise blocking, 50 ms
     // at a time so that stop_ is looked at.
     const auto now = std::chrono::steady_clock::now();
-    const bool polling = held || !ln.delivering.empty() || now - last_work < spin();
+    // (While the delivery agent runs, too: idle() stops it at the end of its spell.)
+    const bool polling = held || !ln.delivering.empty() || now - last_work < spin() ||
+                         (ln.inbound && ln.inbound->agent_running());
     const int n = ::poll(pfds.data(), pfds.size(), polling ? 0 : 50);
     if (n < 0 || (n == 0 && !held)) {  // nothing, or EINTR
       if (ln.inbound) ln.inbound->idle();
