@@ -311,18 +311,35 @@ bool Staging::hand_over(const platform::Delivery& d, const Deadline& deadline) {
     rest.dst = nullptr;
     rest.src = nullptr;
     rest.bytes = 0;
+    // Everything before it was applied: a run of its own starts.
+    run_.assign(1, rest);
     batch_.push_back(rest);
+    batch_flags_.push_back(platform::kAgentStartsBatch);
     return true;
   }
-  // The batch writes all data before any signal: a piece whose data meets data the batch holds
+  // A batch writes all data before any signal: a piece whose data meets data the batch holds
   // (which of the two lands last is open) or a signal word it holds (the signal must land first)
-  // starts a new batch. Its own signal may fall on held data: signals come after all data.
-  for (const platform::Delivery& held : batch_)
+  // starts a new batch. Its own signal may fall on held data: signals come after all data. With
+  // the agent the batch is the run of entries since the last that started one, published or not
+  // (the agent takes any stretch of it at once); without, what is held back here.
+  const std::vector<platform::Delivery>& held_now = ring_ ? run_ : batch_;
+  bool overlaps = false;
+  for (const platform::Delivery& held : held_now)
     if (overlap(d.dst, d.bytes, held.dst, held.bytes) ||
         overlap(d.dst, d.bytes, held.word, held.word ? sizeof(std::uint64_t) : 0)) {
-      flush();
+      overlaps = true;
       break;
     }
+  if (ring_) {
+    const bool starts = overlaps || run_.size() >= batch_limit_;
+    if (starts) run_.clear();
+    run_.push_back(d);
+    batch_.push_back(d);
+    batch_flags_.push_back(starts ? platform::kAgentStartsBatch : 0);
+    if (batch_.size() >= platform::kAgentBatch) flush();
+    return true;
+  }
+  if (overlaps) flush();
   batch_.push_back(d);
   if (batch_.size() >= batch_limit_) flush();
   return true;
@@ -342,8 +359,6 @@ void Staging::flush() {
 }
 
 void Staging::publish() {
-  // A batch of the agent's starts here: its data lands in any order, and what came before (which
-  // it may overlap) was applied first.
   Deadline d = Deadline::no_progress_for(kAgentStallSeconds);
   std::uint64_t seen = 0;
   for (std::size_t k = 0; k < batch_.size(); ++k) {
@@ -371,11 +386,12 @@ void Staging::publish() {
     e.after = stream_mark_;
     e.bytes = static_cast<std::uint32_t>(x.bytes);
     e.op = static_cast<std::uint16_t>(x.op);
-    e.flags = k == 0 ? platform::kAgentStartsBatch : 0;
+    e.flags = batch_flags_[k];
     ++agent_tail_;
   }
   agent_mark_ = batch_.back().mark;
   batch_.clear();
+  batch_flags_.clear();
   dev::atomic_store(&ring_->tail, agent_tail_, dev::Order::Release);
   agent_used_ = std::chrono::steady_clock::now();
   if (!agent_running_) {

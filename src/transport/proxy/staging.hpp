@@ -119,11 +119,15 @@ class Staging {
   std::deque<Piece> pieces_;
   std::size_t ring_head_ = 0;
   std::vector<platform::Delivery> batch_;  // small deliveries not yet handed to the device
-  std::size_t batch_limit_ = 1;            // GNIO_PROXY_BATCH
-  std::uint64_t issued_ = 0;               // marks handed out
-  std::uint64_t* done_ = nullptr;          // host-mapped: the completed mark (Inbound, staged)
-  std::uint64_t direct_done_ = 0;          // direct: deliveries complete at once
-  std::uint64_t* old_ = nullptr;  // host-mapped: where word_atomic's kernel leaves the old value
+  // With the agent: each held delivery's entry flags, and the run of entries since the last that
+  // starts a batch of the agent's (what a new entry must not overlap to join it).
+  std::vector<std::uint16_t> batch_flags_;
+  std::vector<platform::Delivery> run_;
+  std::size_t batch_limit_ = 1;    // GNIO_PROXY_BATCH
+  std::uint64_t issued_ = 0;       // marks handed out
+  std::uint64_t* done_ = nullptr;  // host-mapped: the completed mark (Inbound, staged)
+  std::uint64_t direct_done_ = 0;  // direct: deliveries complete at once
+  std::uint64_t* old_ = nullptr;   // host-mapped: where word_atomic's kernel leaves the old value
   // The delivery agent (Inbound, staged, `agent`): its ring (host-mapped) and stream, whether it
   // runs, entries written into the ring, the last mark it was given and the last one queued on
   // stream(0) (what later entries wait for), when it last got work.
