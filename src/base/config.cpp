@@ -115,11 +115,12 @@ constexpr ConfigVar kVars[] = {
      "most received small puts and signals (each at most 4 KiB) the proxy hands to the GPU "
      "together: one batch of the delivery agent, or one kernel launch with GNIO_PROXY_AGENT=0 "
      "(1..64)"},
-    {"GNIO_PROXY_AGENT", ConfigType::Bool, "1",
-     "received small puts and signals are applied on the GPU by a resident delivery agent (one "
-     "block that polls a ring in host memory; started at the first delivery, stopped after 10 ms "
-     "without one) instead of a kernel launch per batch: half the latency, 40x the rate, and room "
-     "to run beside kernels that fill the GPU; 0 = launches"},
+    {"GNIO_PROXY_AGENT", ConfigType::Bool, "0",
+     "1 = received small puts and signals are applied on the GPU by a resident delivery agent "
+     "(one block that polls a ring in host memory; started at the first delivery, stopped after "
+     "10 ms without one) instead of a kernel launch per batch: no launch per batch and it keeps "
+     "running beside kernels that fill the GPU, but today 3.8x slower 8-byte put rates (one "
+     "H100); experimental"},
     {"GNIO_PROXY_SPIN_US", ConfigType::Int, "-1",
      "how long (microseconds) a proxy thread (and a packet-I/O port's thread) keeps polling after "
      "its last work before it sleeps: the latency of the first operation after a pause against a "

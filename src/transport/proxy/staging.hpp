@@ -7,11 +7,12 @@
 // the thread waiting for it, so the next frame arrives while the GPU takes this one; a delivery's
 // completion mark tells the thread when data and signal are in place. Small deliveries are held
 // back and handed over in batches when the thread has no more frames at hand (flush()), when a
-// batch is full, or before anything that must follow them: to the delivery agent, a resident
-// block on the GPU that polls a ring in host memory (platform/delivery_agent.hpp; started at the
-// first batch, stopped by idle() after kAgentIdleSpell without one), or with GNIO_PROXY_AGENT=0
-// by a kernel launch per batch (Backend::deliver_batch). Large data goes through the copy engine
-// on a stream, after everything handed over before it; what follows it waits for its stream mark.
+// batch is full, or before anything that must follow them: a kernel launch per batch
+// (Backend::deliver_batch), or with GNIO_PROXY_AGENT=1 the delivery agent, a resident block on
+// the GPU that polls a ring in host memory (platform/delivery_agent.hpp; started at the first
+// batch, stopped by idle() after kAgentIdleSpell without one). Large data goes through the copy
+// engine on a stream, after everything handed over before it (with the agent, what follows it
+// waits for its stream mark).
 // Signals and remote atomics land after the data. Each proxy thread owns one Staging (it is not
 // thread-safe); the protocol above it is the same on both backends.
 #pragma once
