@@ -24,6 +24,22 @@ std::size_t round_up(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
 }
 
+/// Polls `read()` (a counter the device advances) until `ready(value)`, yielding between looks;
+/// `deadline` measures the absence of progress: it restarts whenever the value changes. False
+/// once it expires.
+template <class Read, class Ready>
+bool await_progress(Read read, Ready ready, const Deadline& deadline) {
+  Deadline d = deadline;
+  for (std::uint64_t seen = read(); !ready(seen);) {
+    if (d.expired()) return false;
+    std::this_thread::yield();
+    const std::uint64_t now = read();
+    if (now != seen) d = d.renewed();
+    seen = now;
+  }
+  return true;
+}
+
 }  // namespace
 
 Staging::Staging(platform::Backend& backend, Direction direction, bool direct, std::size_t chunk,
@@ -167,15 +183,8 @@ void Staging::stop_agent() {
 }
 
 bool Staging::await_agent(std::uint64_t mark, const Deadline& deadline) const {
-  Deadline d = deadline;  // renewed by each delivery that completes, as in settle()
-  for (std::uint64_t seen = completed(); seen < mark;) {
-    if (d.expired()) return false;
-    std::this_thread::yield();
-    const std::uint64_t now = completed();
-    if (now != seen) d = d.renewed();
-    seen = now;
-  }
-  return true;
+  return await_progress([&] { return completed(); },
+                        [&](std::uint64_t done) { return done >= mark; }, deadline);
 }
 
 bool Staging::settle(const Deadline& deadline) {
@@ -359,23 +368,16 @@ void Staging::flush() {
 }
 
 void Staging::publish() {
-  Deadline d = Deadline::no_progress_for(kAgentStallSeconds);
-  std::uint64_t seen = 0;
   for (std::size_t k = 0; k < batch_.size(); ++k) {
-    for (;;) {
-      const std::uint64_t head = dev::atomic_load(&ring_->head, dev::Order::Acquire);
-      // (A stopped agent left the ring empty: only a running one lets it fill.)
-      if (agent_tail_ - head < platform::kAgentSlots) break;
-      if (head != seen) d = d.renewed();
-      seen = head;
-      if (d.expired())
-        fail(ErrorClass::Timeout,
-             "proxy: the GPU's delivery agent took no delivery for %d s (is the GPU "
-             "running it? a kernel that fills the GPU before the first delivery leaves it "
-             "no room)",
-             kAgentStallSeconds);
-      std::this_thread::yield();
-    }
+    // Room in the ring (a stopped agent left it empty: only a running one lets it fill).
+    if (!await_progress(
+            [&] { return dev::atomic_load(&ring_->head, dev::Order::Acquire); },
+            [&](std::uint64_t head) { return agent_tail_ - head < platform::kAgentSlots; },
+            Deadline::no_progress_for(kAgentStallSeconds)))
+      fail(ErrorClass::Timeout,
+           "proxy: the GPU's delivery agent took no delivery for %d s (is the GPU running it? a "
+           "kernel that fills the GPU before the first delivery leaves it no room)",
+           kAgentStallSeconds);
     const platform::Delivery& x = batch_[k];
     platform::AgentEntry& e = ring_->entries[agent_tail_ % platform::kAgentSlots];
     e.dst = x.dst;
