@@ -13,6 +13,7 @@ and changes nothing. See docs/guide/python.md.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Iterable, Optional, Union
 
 from . import _gnio
@@ -31,6 +32,7 @@ __all__ = [
     "Comm",
     "create_unique_id",
     "get_include",
+    "get_library_dir",
     "Error",
     "InvalidArgument",
     "Timeout",
@@ -55,6 +57,13 @@ def get_include() -> str:
     import os
 
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+
+
+def get_library_dir() -> str:
+    """The directory holding libgnio.so, for extensions that link against it (-L, rpath)."""
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
 
 
 def _stream_handle(x: Any, stream: Any) -> int:
@@ -226,7 +235,11 @@ class Comm:
         return out
 
     def barrier(self) -> None:
-        """Returns once every rank called it (after this rank's queued work finished)."""
+        """Returns once every rank called it, after this rank's queued work finished: the
+        communicator's own stream and, on GPUs with torch loaded, this process's work on the
+        device (torch's streams included)."""
+        if self.backend == "cuda" and "torch" in sys.modules:
+            sys.modules["torch"].cuda.synchronize(self.device)
         self._c.barrier()
 
     # -- one-sided operations started by this rank (on a stream; eager on the host backend) ----
@@ -254,6 +267,12 @@ class Comm:
         """Returns (or holds the stream) until this rank's `sig` compares true against `value`
         (cmp: eq, ne, gt, ge, lt, le); bounded by GNIO_TIMEOUT (then gnio.Timeout)."""
         self._c.wait_signal(sig, cmp, int(value), _stream_handle(sig, stream))
+
+    def sym_ptr(self, buffer) -> bytes:
+        """The gnio::SymPtr<T> naming `buffer`, (a view of) a buffer from empty()/zeros(), as
+        its 16 bytes (heap id, reserved, byte offset: the same on every rank), for custom
+        kernels: memcpy it into a gnio::SymPtr<T> and pass that by value with device_handle()."""
+        return self._c.sym_ptr(buffer)
 
     def device_handle(self) -> bytes:
         """This rank's gnio::DeviceComm, the handle a custom kernel takes by value, as bytes

@@ -236,6 +236,14 @@ class PyComm {
     return wrap(there, bytes);
   }
 
+  /// The gnio::SymPtr naming `a`, (a view of) a buffer from empty(), as its 16 bytes: custom
+  /// kernels take it by value (memcpy into a gnio::SymPtr<T>).
+  nb::bytes sym_ptr(const Array& a) {
+    const gnio::SymPtr<char> p = symmetric(a, a.nbytes(), "sym_ptr");
+    static_assert(sizeof(p) == 16, "SymPtr's layout is part of the Python API");
+    return nb::bytes(reinterpret_cast<const char*>(&p), sizeof(p));
+  }
+
   // One-sided operations started here (gnio/stream_rma.hpp). `dst`/`src`/`sig` that name a peer's
   // memory are (views of) this communicator's symmetric buffers; the other side is any array.
   void put(const Array& dst, const Array& src, int peer, std::uintptr_t stream) {
@@ -440,5 +448,6 @@ NB_MODULE(_gnio, m) {
            nb::arg("value"), nb::arg("stream"))
       .def("empty", &PyComm::empty)
       .def("peer", &PyComm::peer)
+      .def("sym_ptr", &PyComm::sym_ptr, nb::arg("buffer").noconvert())
       .def("device_comm", &PyComm::device_comm);
 }

@@ -51,6 +51,12 @@ def poison(n, dtype):
     return np.full(n, 251 if dtype == "uint8" else -77, dtype=dtype)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def host_only(comm):
+    if comm.backend != "host":
+        pytest.skip("NumPy arrays need the host backend (test_torch.py covers GPUs)")
+
+
 def test_acceptance_snippet(comm):
     x = np.full(1024, comm.rank + 1, dtype=np.float32)
     comm.all_reduce(x)
@@ -245,3 +251,24 @@ def test_one_sided_operations():
         usable(c)
         c.barrier()
         del dst, flags
+
+
+def test_sym_ptr_names_a_buffer_for_custom_kernels():
+    with gnio.Comm.from_env() as c:
+        a = c.zeros(16, "int32")
+        b = c.zeros(16, "int64")
+        pa, pb = c.sym_ptr(a), c.sym_ptr(b)
+        assert isinstance(pa, bytes) and len(pa) == 16
+        heap = int.from_bytes(pa[:4], "little")  # SymPtr: heap id, reserved, byte offset
+        offset = int.from_bytes(pa[8:], "little")
+        assert heap != 0  # 0 is the null SymPtr
+        assert pa[:4] == pb[:4] and int.from_bytes(pb[8:], "little") != offset
+        assert int.from_bytes(c.sym_ptr(a[3:])[8:], "little") == offset + 12  # a view
+        everyone = np.empty(c.size * 2, dtype=np.int64)
+        c.all_gather(np.array([offset, int.from_bytes(pb[8:], "little")], dtype=np.int64),
+                     everyone)
+        assert (everyone.reshape(c.size, 2) == everyone[:2]).all()  # the same on every rank
+        with pytest.raises(gnio.InvalidArgument, match="empty"):
+            c.sym_ptr(np.zeros(4, np.int32))  # not a symmetric buffer
+        c.barrier()
+        del a, b

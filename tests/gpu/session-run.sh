@@ -83,6 +83,13 @@
 #              settings (NET_AB_A, NET_AB_B; default GNIO_PROXY_AGENT=0 and =1), NET_AB_RUNS runs
 #   delivery   gnio-delivery-probe (a signal handed to the GPU by launch, stream write, resident
 #              agent; idle and beside resident kernels), plainly and under MPS
+#   python     the Python package from the build tree (CMAKE_EXTRA=-DGNIO_PYTHON=ON at configure):
+#              python/tests under gnio-run (torch CUDA tensors), the torch example and the custom
+#              extension example under torchrun, and the Python call's overhead beside gnio-perf's
+#              C++ call (3 runs each, r/python/overhead.md); 2 ranks under MPS
+#   dropin     PyTorch with LD_PRELOAD=libgnio_nccl.so under torchrun (tests/nccl/torch_dropin_test.py:
+#              every collective, send/recv, barrier, DDP against gloo) and the drop-in's per-call
+#              overhead over gnio's own call; 2 ranks under MPS
 #   mpirun     a plain `mpirun -np 2` of gnio-info --json, ping_pong and the creation benchmark
 #              (no address given: the one-host rendezvous), beside gnio-run's creation time
 #   vs-old     this build beside an older one's stripped libgnio.so.0 + gnio-perf in OLD_DIR
@@ -602,6 +609,44 @@ run_step() {
       step mpirun-create-time env -u MASTER_ADDR -u MASTER_PORT timeout 60 mpirun "${x[@]}" -np 2 \
         "$B/perf/init/init_bench" 5 "${no_nccl[@]}"
       step gnio-run-create-time "$R" -n 2 -- "$B/perf/init/init_bench" 5 "${no_nccl[@]}" ;;
+    python)
+      # The Python package from the build tree (configure with CMAKE_EXTRA=-DGNIO_PYTHON=ON; the
+      # image's python3 holds torch and nanobind): assembled as `pip install .` lays it out, then
+      # the torch tests, both torch examples and the call overhead, 2 ranks under MPS.
+      local pkg=$B/pypkg/gnio
+      rm -rf "$B/pypkg" && mkdir -p "$pkg/include/gnio" "$pkg/bin" && cp -r python/gnio/. "$pkg/" &&
+        cp "$B"/python/_gnio*.so "$pkg/" && ln -s "$B/src" "$pkg/lib" &&
+        cp -r include/gnio/. "$pkg/include/gnio/" && cp "$B/include/gnio/version.hpp" "$pkg/include/gnio/" &&
+        ln -s "$R" "$pkg/bin/gnio-run" || { echo "python: no _gnio module in $B (CMAKE_EXTRA=-DGNIO_PYTHON=ON)" | tee -a "$r/steps.txt"; return 1; }
+      export PYTHONPATH=$B/pypkg${PYTHONPATH:+:$PYTHONPATH}
+      local tr=(timeout 300 python3 -m torch.distributed.run --nproc-per-node 2)
+      mkdir -p "$r/python"
+      mps_start
+      step py-tests timeout 300 "$R" -n 2 -- python3 -m pytest -q -p no:cacheprovider \
+        python/tests/test_torch.py python/tests/test_gnio.py
+      step py-example "${tr[@]}" examples/python/torch_allreduce.py
+      step py-extension env TORCH_EXTENSIONS_DIR="$B/torch-ext" TORCH_CUDA_ARCH_LIST=9.0 \
+        "${tr[@]}" examples/python/torch_extension/ring_shift.py
+      local k
+      for k in 1 2 3; do
+        step "py-overhead-py-$k" "${tr[@]}" perf/python/coll_overhead.py \
+          --json "$r/python/py-$k.json"
+        step "py-overhead-cpp-$k" "$R" -n 2 -- "$P" coll --coll allreduce -d f32 -o sum -b 8 \
+          -e 64K -f 4 -G 0 -n 200 -w 20 --reps 15 --inplace 0 --json "$r/python/cpp-$k.json"
+      done
+      mps_stop
+      python3 bench/compare-python-overhead.py --python "$r/python/py-*.json" \
+        --cpp "$r/python/cpp-*.json" >"$r/python/overhead.md" 2>&1
+      cat "$r/python/overhead.md" ;;
+    dropin)
+      # PyTorch's ProcessGroupNCCL on libgnio_nccl.so (LD_PRELOAD), 2 ranks on the GPU under MPS
+      # (NCCL itself refuses two ranks on one GPU), and the drop-in's per-call overhead.
+      local lib=$B/nccl/libgnio_nccl.so
+      mps_start
+      step dropin-torch env LD_PRELOAD="$lib" timeout 300 python3 -m torch.distributed.run \
+        --nproc-per-node 2 tests/nccl/torch_dropin_test.py
+      step dropin-overhead "$R" -n 2 -- "$B/perf/nccl_dropin/nccl_dropin_overhead" 21 200
+      mps_stop ;;
     *) echo "session-run.sh: unknown step '$1'" >&2; return 2 ;;
   esac
 }
