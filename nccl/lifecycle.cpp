@@ -1,5 +1,5 @@
-// Communicators: version, unique id, init, split, finalize, destroy, abort, queries, errors, and
-// the memory calls.
+// Communicators: version, unique id, init, split, shrink, finalize, destroy, abort, queries,
+// errors, the memory calls, and NCCL's device-API calls (the real NCCL's, when one is loaded).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +20,22 @@ thread_local std::string last_error;
 
 constexpr unsigned kConfigMagic = 0xcafebeef;
 
+/// Bootstrap tag of ncclCommShrink's unique ids. One tag for every shrink: messages of a pair and
+/// tag arrive in order, and a member receives from the first member exactly the ids of the shrinks
+/// both take part in (an excluded rank does not call).
+constexpr int kShrinkTag = 0x6e640000;
+
+constexpr const char* kNoDeviceApi =
+    "NCCL's device API (windows, ncclDevComm) is not carried by gnio (gnio has its own)";
+
+/// ncclInvalidArgument when `config` was not made with NCCL_CONFIG_INITIALIZER, else ncclSuccess.
+ncclResult_t check_config(const ncclConfig_t* config, const char* call) {
+  if (config != nullptr && config->magic != kConfigMagic)
+    return gnio_nccl::fail(ncclInvalidArgument,
+                           "%s: the config was not initialised with NCCL_CONFIG_INITIALIZER", call);
+  return ncclSuccess;
+}
+
 /// gnio's options for a communicator NCCL's caller creates: on the current CUDA device, as NCCL
 /// does (the host backend has none).
 gnio::CommOptions options_here() {
@@ -35,16 +51,31 @@ ncclResult_t init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
                   const ncclConfig_t* config, const char* call) {
   if (out == nullptr) return gnio_nccl::fail(ncclInvalidArgument, "%s: comm is NULL", call);
   *out = nullptr;
-  if (config != nullptr && config->magic != kConfigMagic)
-    return gnio_nccl::fail(ncclInvalidArgument,
-                           "%s: the config was not initialised with NCCL_CONFIG_INITIALIZER", call);
+  if (const ncclResult_t r = check_config(config, call); r != ncclSuccess) return r;
   return gnio_nccl::guarded(call, [&] {
+    // Before any collective step: a fallback that cannot load fails every rank alike.
+    const gnio_nccl::Fallback* fallback = gnio_nccl::load_fallback();
     gnio::UniqueId u{};
     static_assert(sizeof(u.bytes) == sizeof(id.internal), "unique ids of one size");
     std::memcpy(u.bytes, id.internal, sizeof(u.bytes));
-    *out = new ncclComm(gnio::Comm::from_unique_id(u, rank, nranks, options_here()));
+    *out =
+        gnio_nccl::make_comm(gnio::Comm::from_unique_id(u, rank, nranks, options_here()), fallback);
     return ncclSuccess;
   });
+}
+
+/// The unique id of a new communicator of `members` (ranks of the bootstrap `bs`, this rank the
+/// one at `index`): the first member creates it and sends it to the others with `tag`.
+gnio::UniqueId members_id(gnio::Bootstrap& bs, const std::vector<int>& members, std::size_t index,
+                          int tag) {
+  gnio::UniqueId id{};
+  if (index == 0) {
+    id = gnio::create_unique_id();
+    for (std::size_t i = 1; i < members.size(); ++i) bs.send(members[i], tag, &id, sizeof(id));
+  } else {
+    bs.recv(members[0], tag, &id, sizeof(id));
+  }
+  return id;
 }
 
 }  // namespace
@@ -126,10 +157,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
                            ncclConfig_t* config) {
   if (comm == nullptr || newcomm == nullptr)
     return gnio_nccl::fail(ncclInvalidArgument, "ncclCommSplit: comm or newcomm is NULL");
-  if (config != nullptr && config->magic != kConfigMagic)
-    return gnio_nccl::fail(ncclInvalidArgument,
-                           "ncclCommSplit: the config was not initialised with "
-                           "NCCL_CONFIG_INITIALIZER");
+  if (const ncclResult_t r = check_config(config, "ncclCommSplit"); r != ncclSuccess) return r;
   *newcomm = nullptr;
   return gnio_nccl::guarded("ncclCommSplit", [&] {
     gnio::Bootstrap& bs = comm->comm.bootstrap();
@@ -147,26 +175,59 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
       if (all[2 * r] == color) members.push_back(r);
     std::stable_sort(members.begin(), members.end(),
                      [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
-    const int index =
-        static_cast<int>(std::find(members.begin(), members.end(), me) - members.begin());
-    gnio::UniqueId id{};
-    if (index == 0) {
-      id = gnio::create_unique_id();
-      for (std::size_t i = 1; i < members.size(); ++i) bs.send(members[i], tag, &id, sizeof(id));
-    } else {
-      bs.recv(members[0], tag, &id, sizeof(id));
-    }
-    *newcomm = new ncclComm(
-        gnio::Comm::from_unique_id(id, index, static_cast<int>(members.size()), options_here()));
+    const std::size_t index = std::find(members.begin(), members.end(), me) - members.begin();
+    const gnio::UniqueId id = members_id(bs, members, index, tag);
+    *newcomm = gnio_nccl::make_comm(
+        gnio::Comm::from_unique_id(id, static_cast<int>(index), static_cast<int>(members.size()),
+                                   options_here()),
+        comm->fallback);
     return ncclSuccess;
   });
 }
 
-ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t* newcomm, ncclConfig_t*, int) {
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return gnio_nccl::fail(ncclInvalidUsage,
-                         "ncclCommShrink: not carried by gnio yet (use ncclCommSplit with the "
-                         "excluded ranks passing NCCL_SPLIT_NOCOLOR)");
+// The members (the ranks not excluded) meet over the parent's bootstrap, point to point: excluded
+// ranks do not call, as in NCCL.
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude_ranks, int exclude_count,
+                            ncclComm_t* newcomm, ncclConfig_t* config, int flags) {
+  if (comm == nullptr || newcomm == nullptr || exclude_count < 0 ||
+      (exclude_count > 0 && exclude_ranks == nullptr))
+    return gnio_nccl::fail(ncclInvalidArgument,
+                           "ncclCommShrink: comm, newcomm or the exclusion list is NULL, or the "
+                           "exclusion count is negative");
+  if (const ncclResult_t r = check_config(config, "ncclCommShrink"); r != ncclSuccess) return r;
+  *newcomm = nullptr;
+  if (flags != NCCL_SHRINK_DEFAULT)
+    return gnio_nccl::fail(ncclInvalidUsage,
+                           "ncclCommShrink: NCCL_SHRINK_ABORT is not carried by gnio (an aborted "
+                           "gnio communicator makes no other: create a new one from a new unique "
+                           "id)");
+  return gnio_nccl::guarded("ncclCommShrink", [&] {
+    const int me = comm->comm.rank(), size = comm->comm.size();
+    std::vector<bool> excluded(static_cast<std::size_t>(size));
+    for (int i = 0; i < exclude_count; ++i) {
+      const int r = exclude_ranks[i];
+      if (r < 0 || r >= size)
+        throw gnio::Error(gnio::ErrorClass::InvalidArgument,
+                          "excluded rank " + std::to_string(r) +
+                              " is not a rank of the communicator (0.." + std::to_string(size - 1) +
+                              ")");
+      excluded[static_cast<std::size_t>(r)] = true;
+    }
+    if (excluded[static_cast<std::size_t>(me)])
+      throw gnio::Error(gnio::ErrorClass::InvalidArgument,
+                        "rank " + std::to_string(me) +
+                            " is in the exclusion list: excluded ranks do not call it");
+    std::vector<int> members;
+    for (int r = 0; r < size; ++r)
+      if (!excluded[static_cast<std::size_t>(r)]) members.push_back(r);
+    const std::size_t index = std::find(members.begin(), members.end(), me) - members.begin();
+    const gnio::UniqueId id = members_id(comm->comm.bootstrap(), members, index, kShrinkTag);
+    *newcomm = gnio_nccl::make_comm(
+        gnio::Comm::from_unique_id(id, static_cast<int>(index), static_cast<int>(members.size()),
+                                   options_here()),
+        comm->fallback);
+    return ncclSuccess;
+  });
 }
 
 ncclResult_t ncclCommRevoke(ncclComm_t, int) {
@@ -175,28 +236,40 @@ ncclResult_t ncclCommRevoke(ncclComm_t, int) {
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   if (comm == nullptr) return gnio_nccl::fail(ncclInvalidArgument, "ncclCommFinalize: NULL");
-  return gnio_nccl::guarded("ncclCommFinalize", [&] {
+  const ncclResult_t r = gnio_nccl::guarded("ncclCommFinalize", [&] {
     comm->comm.synchronize(comm->own_stream);
     comm->comm.check();
     return ncclSuccess;
   });
+  if (r != ncclSuccess || comm->real == nullptr) return r;
+  return gnio_nccl::forwarded(*comm, "ncclCommFinalize", comm->fallback->CommFinalize(comm->real));
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
-  return gnio_nccl::guarded("ncclCommDestroy", [&] {
+  const ncclResult_t real =
+      comm->real == nullptr
+          ? ncclSuccess
+          : gnio_nccl::forwarded(*comm, "ncclCommDestroy", comm->fallback->CommDestroy(comm->real));
+  const ncclResult_t r = gnio_nccl::guarded("ncclCommDestroy", [&] {
     delete comm;  // collective, as in NCCL
     return ncclSuccess;
   });
+  return r != ncclSuccess ? r : real;
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   comm->comm.abort();  // every wait of this rank ends; the teardown skips the final barrier
-  return gnio_nccl::guarded("ncclCommAbort", [&] {
+  const ncclResult_t real =
+      comm->real == nullptr
+          ? ncclSuccess
+          : gnio_nccl::forwarded(*comm, "ncclCommAbort", comm->fallback->CommAbort(comm->real));
+  const ncclResult_t r = gnio_nccl::guarded("ncclCommAbort", [&] {
     delete comm;
     return ncclSuccess;
   });
+  return r != ncclSuccess ? r : real;
 }
 
 const char* ncclGetErrorString(ncclResult_t result) {
@@ -226,6 +299,12 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
     comm->comm.check();
     return ncclSuccess;
   });
+  if (*async_error == ncclSuccess && comm->real != nullptr) {
+    ncclResult_t real = ncclSuccess;
+    const ncclResult_t r = comm->fallback->CommGetAsyncError(comm->real, &real);
+    *async_error =
+        gnio_nccl::forwarded(*comm, "ncclCommGetAsyncError", r != ncclSuccess ? r : real);
+  }
   return ncclSuccess;
 }
 
@@ -289,15 +368,45 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* /*handle*/) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t* win, int) {
-  if (win != nullptr) *win = nullptr;
-  return gnio_nccl::fail(ncclInvalidUsage,
-                         "ncclCommWindowRegister: NCCL's device API windows are not carried by "
-                         "gnio (use gnio's own device API)");
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                    int win_flags) {
+  if (comm == nullptr || win == nullptr)
+    return gnio_nccl::fail(ncclInvalidArgument, "ncclCommWindowRegister: comm or win is NULL");
+  *win = nullptr;
+  return gnio_nccl::fall_back(comm, "ncclCommWindowRegister", kNoDeviceApi,
+                              [&](const gnio_nccl::Fallback& f, ncclComm_t real) {
+                                return f.CommWindowRegister(real, buff, size, win, win_flags);
+                              });
 }
 
-ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
-  return gnio_nccl::fail(ncclInvalidUsage, "ncclCommWindowDeregister: not carried by gnio");
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  if (comm == nullptr)
+    return gnio_nccl::fail(ncclInvalidArgument, "ncclCommWindowDeregister: comm is NULL");
+  return gnio_nccl::fall_back(comm, "ncclCommWindowDeregister", kNoDeviceApi,
+                              [&](const gnio_nccl::Fallback& f, ncclComm_t real) {
+                                return f.CommWindowDeregister(real, win);
+                              });
+}
+
+// PyTorch imports these two; without them here its calls would reach the real NCCL with a
+// drop-in communicator.
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements* reqs,
+                               ncclDevComm* out_dev_comm) {
+  if (comm == nullptr || out_dev_comm == nullptr)
+    return gnio_nccl::fail(ncclInvalidArgument, "ncclDevCommCreate: comm or outDevComm is NULL");
+  return gnio_nccl::fall_back(comm, "ncclDevCommCreate", kNoDeviceApi,
+                              [&](const gnio_nccl::Fallback& f, ncclComm_t real) {
+                                return f.DevCommCreate(real, reqs, out_dev_comm);
+                              });
+}
+
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* dev_comm) {
+  if (comm == nullptr || dev_comm == nullptr)
+    return gnio_nccl::fail(ncclInvalidArgument, "ncclDevCommDestroy: comm or devComm is NULL");
+  return gnio_nccl::fall_back(comm, "ncclDevCommDestroy", kNoDeviceApi,
+                              [&](const gnio_nccl::Fallback& f, ncclComm_t real) {
+                                return f.DevCommDestroy(real, dev_comm);
+                              });
 }
 
 }  // extern "C"

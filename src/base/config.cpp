@@ -222,6 +222,16 @@ constexpr ConfigVar kVars[] = {
     {"GNIO_FLIGHT_RECORDER_DIR", ConfigType::String, "/tmp",
      "directory of the flight-recorder dumps gnio-flight-<comm>-rank<r>.json; empty = the current "
      "directory"},
+    // NCCL drop-in
+    {"GNIO_NCCL_FALLBACK", ConfigType::String, "",
+     "libgnio_nccl (the NCCL drop-in): path of a real NCCL 2.28 library (libnccl.so.2; a copy "
+     "when the program links one itself, as PyTorch does) that runs what gnio does not carry "
+     "(ncclAvg, PreMulSum and other user operators, min/max of int8, "
+     "uint32 and uint64, NCCL's device-API windows and ncclDevComm), loaded when the first "
+     "communicator is created; each drop-in communicator then creates one of the real NCCL beside "
+     "it (same ranks, same GPU), and each kind of call that goes there is logged once (WARN); a "
+     "path that cannot be loaded fails communicator creation; empty = such calls fail with "
+     "ncclInvalidUsage"},
 };
 
 bool parse_bool(const std::string& s, bool* out) {
