@@ -66,20 +66,53 @@ def get_library_dir() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
 
 
+# torch dtype -> (DLPack type code, bits), filled on first use: torch tensors reach the C++ side as
+# a description (Array in gnio_module.cpp) instead of through DLPack, whose conversion costs
+# microseconds per tensor, more than a whole call may add to a collective.
+_TORCH_DLPACK: dict = {}
+
+
+def _arg(x: Any) -> Any:
+    """`x` as the C++ side takes it: a torch tensor as (address, elements, type code, bits,
+    device type, contiguous); anything else, and torch types gnio lacks, as is (DLPack)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor):
+        return x
+    if not _TORCH_DLPACK:
+        int_, uint, float_, bfloat = 0, 1, 2, 4  # DLPack's type codes
+        _TORCH_DLPACK.update({
+            torch.float32: (float_, 32), torch.float64: (float_, 64), torch.float16: (float_, 16),
+            torch.bfloat16: (bfloat, 16), torch.int32: (int_, 32), torch.int64: (int_, 64),
+            torch.uint8: (uint, 8)})
+        if hasattr(torch, "uint64"):
+            _TORCH_DLPACK[torch.uint64] = (uint, 64)
+    code = _TORCH_DLPACK.get(x.dtype)
+    if code is None:
+        return x
+    device = 2 if x.is_cuda else 1 if x.is_cpu else 0  # DLPack's kDLCUDA, kDLCPU, unknown
+    return (x.data_ptr(), x.numel(), code[0], code[1], device, x.is_contiguous())
+
+
+_NO_STREAM = -1  # the communicator's own stream, waited for (kNoStream in gnio_module.cpp)
+
+
 def _stream_handle(x: Any, stream: Any) -> int:
     """The CUDA stream a call runs on: `stream` (an int, torch.cuda.Stream or cupy Stream), else
-    torch's current stream for a torch CUDA tensor, else 0 (the communicator's own stream, and
-    the call waits for it)."""
+    torch's current stream for a torch CUDA tensor (its handle is 0 for torch's default stream,
+    CUDA's legacy default stream), else _NO_STREAM: the communicator's own stream, and the call
+    waits for it."""
     if stream is not None:
         for attr in ("cuda_stream", "ptr"):
             if hasattr(stream, attr):
                 return int(getattr(stream, attr))
         return int(stream)
-    if type(x).__module__.startswith("torch") and getattr(x, "is_cuda", False):
-        import torch
-
-        return int(torch.cuda.current_stream(x.device).cuda_stream)
-    return 0
+    if getattr(x, "is_cuda", False) and type(x).__module__.startswith("torch"):
+        torch = sys.modules["torch"]
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: faster
+        if raw is not None:
+            return raw(x.get_device())
+        return torch.cuda.current_stream(x.device).cuda_stream
+    return _NO_STREAM
 
 
 def _op(op: str) -> str:
@@ -204,34 +237,35 @@ class Comm:
     # -- collectives (NCCL semantics; in place unless out= is given) -----------------------
     def all_reduce(self, x, op: str = "sum", *, out=None, stream=None):
         """out[i] = op over ranks of x[i]. Returns out (x when in place)."""
-        out = x if out is None else out
-        self._c.all_reduce(x, out, _op(op), _stream_handle(x, stream))
-        return out
+        a = _arg(x)
+        self._c.all_reduce(a, a if out is None else _arg(out), _op(op), _stream_handle(x, stream))
+        return x if out is None else out
 
     def all_gather(self, x, out, *, stream=None):
         """out holds every rank's x, in rank order (out has size * x.size elements)."""
-        self._c.all_gather(x, out, _stream_handle(x, stream))
+        self._c.all_gather(_arg(x), _arg(out), _stream_handle(x, stream))
         return out
 
     def reduce_scatter(self, x, out, op: str = "sum", *, stream=None):
         """out = op over ranks of this rank's block of x (x has size * out.size elements)."""
-        self._c.reduce_scatter(x, out, _op(op), _stream_handle(x, stream))
+        self._c.reduce_scatter(_arg(x), _arg(out), _op(op), _stream_handle(x, stream))
         return out
 
     def broadcast(self, x, root: int = 0, *, stream=None):
         """x on every rank = x on `root` (in place)."""
-        self._c.broadcast(x, int(root), _stream_handle(x, stream))
+        self._c.broadcast(_arg(x), int(root), _stream_handle(x, stream))
         return x
 
     def reduce(self, x, root: int = 0, op: str = "sum", *, out=None, stream=None):
         """out on `root` = op over ranks of x; out elsewhere is left alone."""
-        out = x if out is None else out
-        self._c.reduce(x, out, int(root), _op(op), _stream_handle(x, stream))
-        return out
+        a = _arg(x)
+        self._c.reduce(a, a if out is None else _arg(out), int(root), _op(op),
+                       _stream_handle(x, stream))
+        return x if out is None else out
 
     def all_to_all(self, x, out, *, stream=None):
         """Block j of x goes to rank j, landing as block (this rank) of its out."""
-        self._c.all_to_all(x, out, _stream_handle(x, stream))
+        self._c.all_to_all(_arg(x), _arg(out), _stream_handle(x, stream))
         return out
 
     def barrier(self) -> None:
@@ -247,32 +281,33 @@ class Comm:
     # data is in place at the destination when the call (or its stream) is done.
     def put(self, dst, src, peer: int, *, stream=None) -> None:
         """Copies `src` (this rank's array) into `dst` (a symmetric buffer or view) on `peer`."""
-        self._c.put(dst, src, int(peer), _stream_handle(src, stream))
+        self._c.put(_arg(dst), _arg(src), int(peer), _stream_handle(src, stream))
 
     def get(self, dst, src, peer: int, *, stream=None) -> None:
         """Copies `src` (a symmetric buffer or view) on `peer` into `dst` (this rank's array)."""
-        self._c.get(dst, src, int(peer), _stream_handle(dst, stream))
+        self._c.get(_arg(dst), _arg(src), int(peer), _stream_handle(dst, stream))
 
     def put_signal(self, dst, src, sig, value: int, peer: int, op: str = "set", *,
                    stream=None) -> None:
         """put(), then sets (op="set") or adds to (op="add") `sig` (one uint64 element of a
         symmetric buffer) on `peer`: a peer that sees the new value sees the data."""
-        self._c.put_signal(dst, src, sig, int(value), int(peer), op, _stream_handle(src, stream))
+        self._c.put_signal(_arg(dst), _arg(src), _arg(sig), int(value), int(peer), op,
+                           _stream_handle(src, stream))
 
     def signal(self, sig, value: int, peer: int, op: str = "set", *, stream=None) -> None:
         """Sets or adds to `sig` on `peer`, after this rank's earlier operations."""
-        self._c.signal(sig, int(value), int(peer), op, _stream_handle(sig, stream))
+        self._c.signal(_arg(sig), int(value), int(peer), op, _stream_handle(sig, stream))
 
     def wait_signal(self, sig, cmp: str, value: int, *, stream=None) -> None:
         """Returns (or holds the stream) until this rank's `sig` compares true against `value`
         (cmp: eq, ne, gt, ge, lt, le); bounded by GNIO_TIMEOUT (then gnio.Timeout)."""
-        self._c.wait_signal(sig, cmp, int(value), _stream_handle(sig, stream))
+        self._c.wait_signal(_arg(sig), cmp, int(value), _stream_handle(sig, stream))
 
     def sym_ptr(self, buffer) -> bytes:
         """The gnio::SymPtr<T> naming `buffer`, (a view of) a buffer from empty()/zeros(), as
         its 16 bytes (heap id, reserved, byte offset: the same on every rank), for custom
         kernels: memcpy it into a gnio::SymPtr<T> and pass that by value with device_handle()."""
-        return self._c.sym_ptr(buffer)
+        return self._c.sym_ptr(_arg(buffer))
 
     def device_handle(self) -> bytes:
         """This rank's gnio::DeviceComm, the handle a custom kernel takes by value, as bytes

@@ -24,9 +24,95 @@ namespace nb = nanobind;
 
 namespace {
 
+/// An array argument: a DLPack array (NumPy, CuPy, torch, ...), or the description the Python
+/// layer makes of a torch tensor, the tuple (address, elements, DLPack type code, bits, DLPack
+/// device type, contiguous): DLPack's conversion costs microseconds per tensor, more than the
+/// whole call may add to a collective (docs/guide/python.md).
+class Array {
+ public:
+  Array() = default;
+  explicit Array(nb::ndarray<> a)
+      : data_(a.data()), size_(a.size()), dtype_(a.dtype()), device_(a.device_type()) {
+    contiguous_ = true;
+    if (a.stride_ptr() != nullptr) {  // DLPack strides are in elements, row-major when dense
+      std::int64_t expected = 1;
+      for (std::size_t d = a.ndim(); d-- > 0;) {
+        if (a.shape(d) != 1 && a.stride(d) != expected) contiguous_ = false;
+        expected *= static_cast<std::int64_t>(a.shape(d));
+      }
+    }
+    keep_ = std::move(a);
+  }
+  Array(std::uintptr_t address, std::size_t size, nb::dlpack::dtype dtype, int device,
+        bool contiguous)
+      : data_(reinterpret_cast<void*>(address)),
+        size_(size),
+        dtype_(dtype),
+        device_(device),
+        contiguous_(contiguous) {}
+
+  void* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  std::size_t nbytes() const { return size_ * ((dtype_.bits + 7u) / 8u); }
+  nb::dlpack::dtype dtype() const { return dtype_; }
+  int device_type() const { return device_; }
+  /// Laid out densely in row-major order.
+  bool contiguous() const { return contiguous_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+  nb::dlpack::dtype dtype_{};
+  int device_ = 0;
+  bool contiguous_ = true;
+  nb::ndarray<> keep_;  // holds a DLPack array's memory for the call
+};
+
+}  // namespace
+
+namespace nanobind::detail {
+
+/// Python -> Array: a 6-tuple is a torch tensor's description (gnio/__init__.py's _arg), anything
+/// else goes through nanobind's DLPack import.
+template <>
+struct type_caster<Array> {
+  NB_TYPE_CASTER(Array, const_name("array"))
+
+  template <class Flags>  // uint8_t or uint32_t, by nanobind version
+  bool from_python(handle src, Flags flags, cleanup_list* cleanup) noexcept {
+    PyObject* t = src.ptr();
+    if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 6) {
+      const unsigned long long address = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 0));
+      const unsigned long long size = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 1));
+      const long code = PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
+      const long bits = PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+      const long device = PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
+      const int contiguous = PyObject_IsTrue(PyTuple_GET_ITEM(t, 5));
+      if (PyErr_Occurred() || contiguous < 0 || code < 0 || code > 255 || bits <= 0 || bits > 255) {
+        PyErr_Clear();
+        return false;
+      }
+      nb::dlpack::dtype dtype{};
+      dtype.code = static_cast<std::uint8_t>(code);
+      dtype.bits = static_cast<std::uint8_t>(bits);
+      dtype.lanes = 1;
+      value = Array(static_cast<std::uintptr_t>(address), static_cast<std::size_t>(size), dtype,
+                    static_cast<int>(device), contiguous != 0);
+      return true;
+    }
+    make_caster<nb::ndarray<>> dlpack;
+    if (!dlpack.from_python(src, flags, cleanup)) return false;
+    value = Array(std::move(dlpack.value));
+    return true;
+  }
+};
+
+}  // namespace nanobind::detail
+
+namespace {
+
 using gnio::Error;
 using gnio::ErrorClass;
-using Array = nb::ndarray<>;
 
 [[noreturn]] void invalid(const std::string& what) {
   throw Error(ErrorClass::InvalidArgument, what);
@@ -62,16 +148,9 @@ gnio::RedOp red_op(const std::string& op) {
   invalid("op '" + op + "' is not one of sum, prod, min, max, band, bor, bxor");
 }
 
-/// True when `a` is laid out densely in row-major order (DLPack strides in elements).
-bool contiguous(const Array& a) {
-  if (a.stride_ptr() == nullptr) return true;
-  std::int64_t expected = 1;
-  for (std::size_t d = a.ndim(); d-- > 0;) {
-    if (a.shape(d) != 1 && a.stride(d) != expected) return false;
-    expected *= static_cast<std::int64_t>(a.shape(d));
-  }
-  return true;
-}
+/// The stream argument of a call that names none (Python passes it when neither stream= nor a
+/// torch CUDA tensor gives one): the call runs on the communicator's own stream and waits.
+constexpr std::int64_t kNoStream = -1;
 
 /// A communicator with its own stream, the symmetric buffers handed out and how many of them
 /// Python still references.
@@ -116,26 +195,29 @@ class PyComm {
               std::to_string(device) + " memory");
     if (!host && device != nb::device::cuda::value)
       invalid(std::string(what) + ": the cuda backend takes CUDA device arrays (torch, CuPy)");
-    if (!contiguous(a)) invalid(std::string(what) + ": the array must be C-contiguous");
+    if (!a.contiguous()) invalid(std::string(what) + ": the array must be C-contiguous");
     return a.data();
   }
 
-  /// The stream a call runs on: the given CUDA stream (an integer handle), else this
-  /// communicator's own stream, which the call then waits for (eager).
+  /// The stream a call runs on: the given CUDA stream (an integer handle; 0 is CUDA's legacy
+  /// default stream, torch's default), or, for kNoStream, this communicator's own stream, which
+  /// the call then waits for (eager). The host backend has no CUDA streams: 0 means none there.
   template <class Call>
-  void on_stream(std::uintptr_t stream, Call&& call) {
+  void on_stream(std::int64_t stream, Call&& call) {
     gnio::Comm& c = comm();
-    if (stream != 0) {
-      if (c.backend() == gnio::Backend::Host)
-        invalid("stream: the host backend has no CUDA streams (leave stream=0)");
-      call(gnio::StreamRef(reinterpret_cast<CUstream_st*>(stream)));
+    const bool host = c.backend() == gnio::Backend::Host;
+    if (stream < kNoStream || (host && stream > 0))
+      invalid(host ? "stream: the host backend has no CUDA streams (leave stream unset)"
+                   : "stream: not a CUDA stream handle (" + std::to_string(stream) + ")");
+    if (stream >= 0 && !host) {
+      call(gnio::StreamRef(reinterpret_cast<CUstream_st*>(static_cast<std::uintptr_t>(stream))));
       return;
     }
     call(gnio::StreamRef(*stream_));
     c.synchronize(*stream_);
   }
 
-  void all_reduce(const Array& x, const Array& out, const std::string& op, std::uintptr_t stream) {
+  void all_reduce(const Array& x, const Array& out, const std::string& op, std::int64_t stream) {
     const gnio::DataType t = same_type(x, out, "all_reduce");
     if (out.size() != x.size()) invalid("all_reduce: out must have as many elements as x");
     const gnio::RedOp r = red_op(op);
@@ -145,7 +227,7 @@ class PyComm {
               [&](gnio::StreamRef s) { gnio::allreduce(comm(), send, recv, x.size(), t, r, s); });
   }
 
-  void all_gather(const Array& x, const Array& out, std::uintptr_t stream) {
+  void all_gather(const Array& x, const Array& out, std::int64_t stream) {
     const gnio::DataType t = same_type(x, out, "all_gather");
     if (out.size() != x.size() * static_cast<std::size_t>(comm().size()))
       invalid("all_gather: out must have size x size elements (" +
@@ -158,7 +240,7 @@ class PyComm {
   }
 
   void reduce_scatter(const Array& x, const Array& out, const std::string& op,
-                      std::uintptr_t stream) {
+                      std::int64_t stream) {
     const gnio::DataType t = same_type(x, out, "reduce_scatter");
     if (x.size() != out.size() * static_cast<std::size_t>(comm().size()))
       invalid("reduce_scatter: x must have size x out elements (" +
@@ -172,7 +254,7 @@ class PyComm {
     });
   }
 
-  void broadcast(const Array& x, int root, std::uintptr_t stream) {
+  void broadcast(const Array& x, int root, std::int64_t stream) {
     const gnio::DataType t = data_type(x, "broadcast");
     void* buf = address(x, "broadcast: x");
     on_stream(stream,
@@ -180,7 +262,7 @@ class PyComm {
   }
 
   void reduce(const Array& x, const Array& out, int root, const std::string& op,
-              std::uintptr_t stream) {
+              std::int64_t stream) {
     const gnio::DataType t = same_type(x, out, "reduce");
     if (out.size() != x.size()) invalid("reduce: out must have as many elements as x");
     const gnio::RedOp r = red_op(op);
@@ -191,7 +273,7 @@ class PyComm {
     });
   }
 
-  void all_to_all(const Array& x, const Array& out, std::uintptr_t stream) {
+  void all_to_all(const Array& x, const Array& out, std::int64_t stream) {
     const gnio::DataType t = same_type(x, out, "all_to_all");
     const std::size_t n = static_cast<std::size_t>(comm().size());
     if (out.size() != x.size() || x.size() % n != 0)
@@ -246,7 +328,7 @@ class PyComm {
 
   // One-sided operations started here (gnio/stream_rma.hpp). `dst`/`src`/`sig` that name a peer's
   // memory are (views of) this communicator's symmetric buffers; the other side is any array.
-  void put(const Array& dst, const Array& src, int peer, std::uintptr_t stream) {
+  void put(const Array& dst, const Array& src, int peer, std::int64_t stream) {
     const gnio::SymPtr<char> to = symmetric(dst, src.nbytes(), "put: dst");
     const void* from = address(src, "put: src");
     on_stream(stream, [&](gnio::StreamRef s) {
@@ -254,7 +336,7 @@ class PyComm {
     });
   }
 
-  void get(const Array& dst, const Array& src, int peer, std::uintptr_t stream) {
+  void get(const Array& dst, const Array& src, int peer, std::int64_t stream) {
     const gnio::SymPtr<char> from = symmetric(src, dst.nbytes(), "get: src");
     void* to = address(dst, "get: dst");
     on_stream(stream, [&](gnio::StreamRef s) {
@@ -263,7 +345,7 @@ class PyComm {
   }
 
   void put_signal(const Array& dst, const Array& src, const Array& sig, std::uint64_t value,
-                  int peer, const std::string& op, std::uintptr_t stream) {
+                  int peer, const std::string& op, std::int64_t stream) {
     const gnio::SymPtr<char> to = symmetric(dst, src.nbytes(), "put_signal: dst");
     const gnio::SymPtr<std::uint64_t> word = signal_word(sig, "put_signal: sig");
     const gnio::SignalOp sop = signal_op(op);
@@ -274,7 +356,7 @@ class PyComm {
   }
 
   void signal(const Array& sig, std::uint64_t value, int peer, const std::string& op,
-              std::uintptr_t stream) {
+              std::int64_t stream) {
     const gnio::SymPtr<std::uint64_t> word = signal_word(sig, "signal: sig");
     const gnio::SignalOp sop = signal_op(op);
     on_stream(stream, [&](gnio::StreamRef s) {
@@ -283,7 +365,7 @@ class PyComm {
   }
 
   void wait_signal(const Array& sig, const std::string& cmp, std::uint64_t value,
-                   std::uintptr_t stream) {
+                   std::int64_t stream) {
     const gnio::SymPtr<std::uint64_t> word = signal_word(sig, "wait_signal: sig");
     const gnio::Cmp c = compare(cmp);
     on_stream(stream,

@@ -169,6 +169,7 @@ BAD_CALLS = {
     "negative root": lambda c: c.reduce(np.ones(8, np.float32), -1),
     "all_to_all in place": lambda c: (lambda x: c.all_to_all(x, x))(np.ones(8 * c.size, np.float32)),
     "stream on the host backend": lambda c: c.all_reduce(np.ones(8, np.float32), stream=12345),
+    "negative stream": lambda c: c.all_reduce(np.ones(8, np.float32), stream=-5),
     "negative shape": lambda c: c.empty((-1, 2)),
 }
 
@@ -272,3 +273,28 @@ def test_sym_ptr_names_a_buffer_for_custom_kernels():
             c.sym_ptr(np.zeros(4, np.int32))  # not a symmetric buffer
         c.barrier()
         del a, b
+
+
+def test_torch_cpu_tensors(comm):
+    """torch tensors reach the C++ side as a description, not through DLPack (gnio/__init__.py's
+    _arg): the same results and the same refusals as NumPy arrays."""
+    torch = pytest.importorskip("torch")
+    want = torch.from_numpy(expected(comm, N, "int64", "sum"))
+    x = torch.from_numpy(contribution(comm.rank, N, "int64", "sum"))
+    out = torch.full((N,), -77, dtype=torch.int64)
+    assert comm.all_reduce(x, out=out) is out
+    assert torch.equal(out, want)
+    comm.all_reduce(x)
+    assert torch.equal(x, want)
+    mine = torch.arange(N, dtype=torch.float32) + comm.rank
+    everyone = torch.full((N * comm.size,), -1.0)
+    comm.all_gather(mine[:], everyone)
+    assert torch.equal(everyone, torch.cat([torch.arange(N, dtype=torch.float32) + r
+                                            for r in range(comm.size)]))
+    with pytest.raises(gnio.InvalidArgument, match="contiguous"):
+        comm.all_reduce(torch.ones(8, 8).t())
+    with pytest.raises(gnio.InvalidArgument, match="element type"):
+        comm.all_reduce(torch.ones(8, dtype=torch.int16))  # a type gnio lacks: DLPack's path
+    with pytest.raises(gnio.InvalidArgument, match="differ in dtype"):
+        comm.all_reduce(torch.ones(8), out=torch.ones(8, dtype=torch.float64))
+    usable(comm)

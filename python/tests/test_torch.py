@@ -8,6 +8,8 @@ GPU is missing (CI's host backend runs test_gnio.py instead).
     torchrun --nproc-per-node 2 -m pytest -q python/tests/test_torch.py
 """
 
+import time
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -147,6 +149,23 @@ def test_broadcast_reduce_all_to_all(comm):
     want = torch.cat([torch.arange(block, dtype=torch.int32) + comm.rank * block + 1000 * r
                       for r in range(n)])
     same(out, want)
+
+
+def test_default_stream_call_is_queued_not_waited_for(comm):
+    """On torch's default stream (CUDA's legacy default stream, handle 0) a call is queued after
+    the stream's earlier work and returns at once, as torch.distributed's do."""
+    d = dev(comm)
+    torch.cuda.synchronize(d)
+    comm.barrier()
+    x = torch.zeros(N, dtype=torch.float32, device=d)
+    mine = contribution(comm.rank, N, "float32", "sum", d)
+    torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time before the fill below
+    x.add_(mine)  # queued behind the sleep; the host does not wait
+    t0 = time.perf_counter()
+    comm.all_reduce(x)
+    queued = time.perf_counter() - t0
+    same(x, expected(comm, N, "float32", "sum"))  # ordered after the sleep and the fill
+    assert queued < 0.05, f"the call took {queued * 1e3:.1f} ms: it waited for the GPU"
 
 
 def test_side_stream_orders_after_its_own_work(comm, side):

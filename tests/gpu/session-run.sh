@@ -90,6 +90,8 @@
 #   dropin     PyTorch with LD_PRELOAD=libgnio_nccl.so under torchrun (tests/nccl/torch_dropin_test.py:
 #              every collective, send/recv, barrier, DDP against gloo) and the drop-in's per-call
 #              overhead over gnio's own call; 2 ranks under MPS
+#   rate-vs-old the proxy's 8-byte message rates through tcp (gnio-perf msgrate; RATE_OPS,
+#              RATE_SHAPES, RATE_RUNS), this build beside OLD_DIR's, 2 ranks as 2 nodes under MPS
 #   mpirun     a plain `mpirun -np 2` of gnio-info --json, ping_pong and the creation benchmark
 #              (no address given: the one-host rendezvous), beside gnio-run's creation time
 #   vs-old     this build beside an older one's stripped libgnio.so.0 + gnio-perf in OLD_DIR
@@ -523,6 +525,31 @@ run_step() {
           --title "new build vs old build, RMA through the tcp proxy (2 ranks as 2 nodes, MPS)"
         tail -8 "$r/vs-old-net-table.log"
       fi ;;
+    rate-vs-old)
+      # The proxy's 8-byte message rates through tcp (2 ranks as 2 nodes, MPS), this build beside
+      # OLD_DIR's (as vs-old), interleaved: RATE_RUNS (2) runs of RATE_OPS (signal put) in the
+      # shapes RATE_SHAPES ("grid block ops-per-thread" triples; default 8x128 threads x 20 and
+      # one warp x 640: every signal on one word).
+      local old=${OLD_DIR:-$root/.old} i b op shape g bl n
+      mkdir -p "$r/rate-vs-old"
+      mps_start
+      for i in $(seq 1 "${RATE_RUNS:-2}"); do
+        for b in old new; do
+          local perf=$P env_lib=()
+          [ "$b" = old ] && perf=$old/gnio-perf && env_lib=(LD_LIBRARY_PATH="$old${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+          for op in ${RATE_OPS:-signal put}; do
+            while read -r g bl n; do
+              step "rate-$b-$op-g$g-$i" env "${env_lib[@]}" GNIO_NET=tcp timeout 120 "$R" -n 2 \
+                --nodes 2 -- "$perf" msgrate --op "$op" --grid "$g" --block "$bl" -n "$n" --reps 3 \
+                --json "$r/rate-vs-old/$b-$op-g$g-$i.json"
+            done <<<"${RATE_SHAPES:-$'8 128 20\n1 32 640'}"
+          done
+        done
+      done
+      mps_stop
+      for f in "$r"/rate-*.log; do
+        printf '%-28s %s\n' "$(basename "$f" .log)" "$(grep -E '^\[0\] +(signal|put)' "$f" | head -1)"
+      done ;;
     net-ab)
       # Two settings side by side through the tcp proxy (2 ranks as 2 nodes, one MPS daemon):
       # the RMA latency table (8 B..4 KiB) and the 8-byte put, put_signal and signal rates under
@@ -625,8 +652,9 @@ run_step() {
       step py-tests timeout 300 "$R" -n 2 -- python3 -m pytest -q -p no:cacheprovider \
         python/tests/test_torch.py python/tests/test_gnio.py
       step py-example "${tr[@]}" examples/python/torch_allreduce.py
-      step py-extension env TORCH_EXTENSIONS_DIR="$B/torch-ext" TORCH_CUDA_ARCH_LIST=9.0 \
-        "${tr[@]}" examples/python/torch_extension/ring_shift.py
+      [ "${PY_EXTENSION:-1}" = 1 ] &&
+        step py-extension env TORCH_EXTENSIONS_DIR="$B/torch-ext" TORCH_CUDA_ARCH_LIST=9.0 \
+          "${tr[@]}" examples/python/torch_extension/ring_shift.py
       local k
       for k in 1 2 3; do
         step "py-overhead-py-$k" "${tr[@]}" perf/python/coll_overhead.py \
