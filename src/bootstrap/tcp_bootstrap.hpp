@@ -12,6 +12,11 @@
 // Connections are one-way: rank A's messages to rank B travel on the connection A opened to B's
 // listener (on A's first send to B); B's messages to A on the one B opened. So there is no
 // connect race between two ranks and a receiver always knows a connection's rank from its hello.
+//
+// Its members are defined by concept: tcp_bootstrap.cpp (joining, destruction, failing the job),
+// tcp_bootstrap_progress.cpp (the progress thread), tcp_bootstrap_messages.cpp (point-to-point
+// frames, send and recv) and tcp_bootstrap_collectives.cpp; the factories that choose a
+// rendezvous and end in join() are in bootstrap_factories.cpp.
 #pragma once
 
 #include <atomic>
