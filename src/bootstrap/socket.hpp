@@ -4,6 +4,9 @@
 // Conventions: every descriptor is created close-on-exec; sockets the event loops watch are
 // non-blocking; every blocking step is a poll() bounded by a Deadline; EINTR is retried; sends use
 // MSG_NOSIGNAL so a closed peer is an error code, never SIGPIPE.
+//
+// Defined by concept: SockAddr in sock_addr.cpp, the choice of a listener's address among this
+// host's interfaces in interface_choice.cpp, descriptors, I/O and diagnostics in socket.cpp.
 #pragma once
 
 #include <netinet/in.h>
