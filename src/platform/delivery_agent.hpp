@@ -169,11 +169,15 @@ GNIO_HD void run_delivery_agent(DeliveryRing* ring, unsigned thread, unsigned th
     // whoever sees a signal or the mark sees all of the data.
     sync();
     if (thread == 0) {
+      // As deliver_batch's kernel (cuda_stream_ops.cu): a release only where the signal word
+      // changes; later signals on the same word continue its release sequence.
+      const std::uint64_t* last = nullptr;
       for (std::uint64_t i = next; i < end; ++i) {
         const AgentEntry& e = ring->entries[i % kAgentSlots];
-        if (e.word)
-          (void)apply_word_op(e.word, 8, static_cast<WordOp>(e.op), e.operand, 0,
-                              dev::Order::AcqRel);
+        if (!e.word) continue;
+        (void)apply_word_op(e.word, 8, static_cast<WordOp>(e.op), e.operand, 0,
+                            e.word != last ? dev::Order::AcqRel : dev::Order::Relaxed);
+        last = e.word;
       }
       dev::atomic_store(&ring->done, ring->entries[(end - 1) % kAgentSlots].mark,
                         dev::Order::Release);
