@@ -66,31 +66,48 @@ def get_library_dir() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
 
 
-# torch dtype -> (DLPack type code, bits), filled on first use: torch tensors reach the C++ side as
-# a description (Array in gnio_module.cpp) instead of through DLPack, whose conversion costs
-# microseconds per tensor, more than a whole call may add to a collective.
-_TORCH_DLPACK: dict = {}
+class _Torch:
+    """What the calls need from torch, looked up once torch is loaded (gnio never imports it):
+    its tensor type, the DLPack (type code, bits) of each dtype gnio has, and its current stream.
+    Torch tensors reach the C++ side as a description (Array in gnio_module.cpp) instead of
+    through DLPack, whose conversion costs microseconds per tensor, more than a whole call may
+    add to a collective."""
+
+    tensor: Any = None
+    codes: dict = {}
+    current_stream: Any = None
+
+    @classmethod
+    def ready(cls) -> bool:
+        if cls.tensor is None:
+            torch = sys.modules.get("torch")
+            if torch is None:
+                return False
+            int_, uint, float_, bfloat = 0, 1, 2, 4  # DLPack's type codes
+            cls.codes = {
+                torch.float32: (float_, 32), torch.float64: (float_, 64),
+                torch.float16: (float_, 16), torch.bfloat16: (bfloat, 16),
+                torch.int32: (int_, 32), torch.int64: (int_, 64), torch.uint8: (uint, 8)}
+            if hasattr(torch, "uint64"):
+                cls.codes[torch.uint64] = (uint, 64)
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object
+            cls.current_stream = raw or (lambda d: torch.cuda.current_stream(d).cuda_stream)
+            cls.tensor = torch.Tensor
+        return True
 
 
 def _arg(x: Any) -> Any:
     """`x` as the C++ side takes it: a torch tensor as (address, elements, type code, bits,
     device type, contiguous); anything else, and torch types gnio lacks, as is (DLPack)."""
-    torch = sys.modules.get("torch")
-    if torch is None or not isinstance(x, torch.Tensor):
+    if _Torch.tensor is None and not _Torch.ready():
+        return x  # torch is not loaded: x is no tensor of it
+    if not isinstance(x, _Torch.tensor):
         return x
-    if not _TORCH_DLPACK:
-        int_, uint, float_, bfloat = 0, 1, 2, 4  # DLPack's type codes
-        _TORCH_DLPACK.update({
-            torch.float32: (float_, 32), torch.float64: (float_, 64), torch.float16: (float_, 16),
-            torch.bfloat16: (bfloat, 16), torch.int32: (int_, 32), torch.int64: (int_, 64),
-            torch.uint8: (uint, 8)})
-        if hasattr(torch, "uint64"):
-            _TORCH_DLPACK[torch.uint64] = (uint, 64)
-    code = _TORCH_DLPACK.get(x.dtype)
+    code = _Torch.codes.get(x.dtype)
     if code is None:
         return x
     device = 2 if x.is_cuda else 1 if x.is_cpu else 0  # DLPack's kDLCUDA, kDLCPU, unknown
-    return (x.data_ptr(), x.numel(), code[0], code[1], device, x.is_contiguous())
+    return (x.data_ptr(), x.numel(), *code, device, x.is_contiguous())
 
 
 _NO_STREAM = -1  # the communicator's own stream, waited for (kNoStream in gnio_module.cpp)
@@ -106,16 +123,14 @@ def _stream_handle(x: Any, stream: Any) -> int:
             if hasattr(stream, attr):
                 return int(getattr(stream, attr))
         return int(stream)
-    if getattr(x, "is_cuda", False) and type(x).__module__.startswith("torch"):
-        torch = sys.modules["torch"]
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: faster
-        if raw is not None:
-            return raw(x.get_device())
-        return torch.cuda.current_stream(x.device).cuda_stream
+    if _Torch.tensor is not None and isinstance(x, _Torch.tensor) and x.is_cuda:
+        return _Torch.current_stream(x.get_device())
     return _NO_STREAM
 
 
 def _op(op: str) -> str:
+    if op in _OPS:
+        return op
     if not isinstance(op, str) or op.lower() not in _OPS:
         raise InvalidArgument(f"op {op!r} is not one of {', '.join(_OPS)}")
     return op.lower()
