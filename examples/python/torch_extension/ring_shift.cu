@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gnio/device.hpp"
+#include "gnio/version.hpp"
 
 namespace {
 
@@ -54,6 +55,11 @@ torch::Tensor ring_shift(const std::string& device_comm, const std::string& dst,
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  // The handles' layout is that of these headers: the libgnio that Python loaded must be the
+  // same version (its bytes would otherwise be read with another layout).
+  TORCH_CHECK(std::strcmp(gnio::version_string(), GNIO_VERSION_STRING) == 0, "gnio headers ",
+              GNIO_VERSION_STRING, " but libgnio ", gnio::version_string(),
+              ": rebuild the extension against the installed gnio");
   m.def("ring_shift", &ring_shift,
         "put src into the right neighbour's dst, signal, wait for the left neighbour's signal");
 }
