@@ -1,4 +1,5 @@
-// The kernels behind the host collectives (internal): how coll.cpp reaches them.
+// The kernels behind the host collectives (internal): how the host side (coll_enqueue.cpp)
+// reaches them.
 //
 // Kernels come in sets: one set per element type with the arithmetic operators (the call's
 // operator chosen at run time around each data loop), the bitwise operators on bytes, and the
@@ -7,7 +8,7 @@
 // group of algorithms (from coll_kernels.cu.in, compiled by nvcc with the cuda backend and as C++
 // otherwise), so that a build spreads them over every core; each explicitly instantiates
 // launch_set<S, A> for its algorithms. This header only declares them: translation units compiled
-// by the C++ compiler (coll.cpp) call them without seeing any device code.
+// by the C++ compiler (coll_enqueue.cpp) call them without seeing any device code.
 #pragma once
 
 #include <cstdint>

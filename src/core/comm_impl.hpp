@@ -100,7 +100,7 @@ class CommImpl {
   int lost_rank = -1;
   std::string loss;
   mutable std::mutex mutex;  // serialises collective host calls made from several threads
-  // Collectives (src/coll/coll.cpp): per-communicator channel state, created on first use.
+  // Collectives (src/coll/coll_state.hpp): per-communicator channel state, created on first use.
   std::shared_ptr<void> coll_state;
 
   StreamRef internal_stream() const;
