@@ -96,8 +96,11 @@ class _Torch:
         return True
 
 
+_DESCRIPTION_TAG = _gnio._description_tag  # marks a tuple as a tensor description for the C++ side
+
+
 def _arg(x: Any) -> Any:
-    """`x` as the C++ side takes it: a torch tensor as (address, elements, type code, bits,
+    """`x` as the C++ side takes it: a torch tensor as (tag, address, elements, type code, bits,
     device type, contiguous); anything else, and torch types gnio lacks, as is (DLPack)."""
     if _Torch.tensor is None and not _Torch.ready():
         return x  # torch is not loaded: x is no tensor of it
@@ -107,7 +110,7 @@ def _arg(x: Any) -> Any:
     if code is None:
         return x
     device = 2 if x.is_cuda else 1 if x.is_cpu else 0  # DLPack's kDLCUDA, kDLCPU, unknown
-    return (x.data_ptr(), x.numel(), *code, device, x.is_contiguous())
+    return (_DESCRIPTION_TAG, x.data_ptr(), x.numel(), *code, device, x.is_contiguous())
 
 
 _NO_STREAM = -1  # the communicator's own stream, waited for (kNoStream in gnio_module.cpp)

@@ -5,6 +5,8 @@ __version__: str
 
 def create_unique_id() -> bytes: ...
 
+_description_tag: object
+
 class _Comm:
     @staticmethod
     def from_env() -> _Comm: ...

@@ -25,9 +25,9 @@ namespace nb = nanobind;
 namespace {
 
 /// An array argument: a DLPack array (NumPy, CuPy, torch, ...), or the description the Python
-/// layer makes of a torch tensor, the tuple (address, elements, DLPack type code, bits, DLPack
-/// device type, contiguous): DLPack's conversion costs microseconds per tensor, more than the
-/// whole call may add to a collective (docs/guide/python.md).
+/// layer makes of a torch tensor, the tuple (tag, address, elements, DLPack type code, bits,
+/// DLPack device type, contiguous): DLPack's conversion costs microseconds per tensor, more than
+/// the whole call may add to a collective (docs/guide/python.md).
 class Array {
  public:
   Array() = default;
@@ -68,12 +68,16 @@ class Array {
   nb::ndarray<> keep_;  // holds a DLPack array's memory for the call
 };
 
+/// The first element of a tensor description (_gnio._description_tag): a tuple that does not
+/// start with it, whatever its contents, is never read as an address.
+PyObject* description_tag = nullptr;
+
 }  // namespace
 
 namespace nanobind::detail {
 
-/// Python -> Array: a 6-tuple is a torch tensor's description (gnio/__init__.py's _arg), anything
-/// else goes through nanobind's DLPack import.
+/// Python -> Array: a 7-tuple that starts with description_tag is a torch tensor's description
+/// (gnio/__init__.py's _arg); anything else goes through nanobind's DLPack import.
 template <>
 struct type_caster<Array> {
   NB_TYPE_CASTER(Array, const_name("array"))
@@ -81,13 +85,13 @@ struct type_caster<Array> {
   template <class Flags>  // uint8_t or uint32_t, by nanobind version
   bool from_python(handle src, Flags flags, cleanup_list* cleanup) noexcept {
     PyObject* t = src.ptr();
-    if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 6) {
-      const unsigned long long address = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 0));
-      const unsigned long long size = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 1));
-      const long code = PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
-      const long bits = PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
-      const long device = PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
-      const int contiguous = PyObject_IsTrue(PyTuple_GET_ITEM(t, 5));
+    if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 7 && PyTuple_GET_ITEM(t, 0) == description_tag) {
+      const unsigned long long address = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 1));
+      const unsigned long long size = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 2));
+      const long code = PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+      const long bits = PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
+      const long device = PyLong_AsLong(PyTuple_GET_ITEM(t, 5));
+      const int contiguous = PyObject_IsTrue(PyTuple_GET_ITEM(t, 6));
       if (PyErr_Occurred() || contiguous < 0 || code < 0 || code > 255 || bits <= 0 || bits > 255) {
         PyErr_Clear();
         return false;
@@ -463,6 +467,9 @@ class PyComm {
 NB_MODULE(_gnio, m) {
   m.doc() = "gnio's C++ side; use the gnio package.";
   m.attr("__version__") = gnio::version_string();
+  // A plain object() of the module's own, alive as long as the process.
+  description_tag = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(&PyBaseObject_Type));
+  m.attr("_description_tag") = nb::handle(description_tag);
 
   // gnio::Error -> the gnio.<class> exception defined in gnio/_errors.py.
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {

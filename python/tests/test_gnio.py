@@ -298,3 +298,13 @@ def test_torch_cpu_tensors(comm):
     with pytest.raises(gnio.InvalidArgument, match="differ in dtype"):
         comm.all_reduce(torch.ones(8), out=torch.ones(8, dtype=torch.float64))
     usable(comm)
+
+
+def test_a_tuple_is_not_an_address(comm):
+    """Only the package's own tensor descriptions (tagged) are read as addresses: a user's tuple of
+    integers is refused, not dereferenced."""
+    with pytest.raises((TypeError, gnio.InvalidArgument)):
+        comm.all_reduce((0, 12345, 8, 2, 32, 1, True))
+    with pytest.raises((TypeError, gnio.InvalidArgument)):
+        comm.all_reduce((12345, 8, 2, 32, 1, True))
+    usable(comm)
