@@ -1,4 +1,6 @@
-// The state behind a Comm (internal).
+// The state behind a Comm (internal). Its members are defined by concept: creation, teardown and
+// internal memory in comm_impl.cpp, make_team in comm_teams.cpp, the failure paths (peer or link
+// lost, the flight dump, check) in comm_failures.cpp.
 #pragma once
 
 #include <atomic>

@@ -44,6 +44,14 @@ struct FlightEntry {
   FlightEvent event = FlightEvent::Check;
 };
 
+/// A flight-recorder entry of a collective host operation of `bytes`.
+inline FlightEntry host_op(FlightEvent event, std::uint64_t bytes = 0) {
+  FlightEntry e;
+  e.event = event;
+  e.count = bytes;
+  return e;
+}
+
 /// The ring. record() takes a mutex that only a dump contends for: a few tens of nanoseconds per
 /// host call, no allocation after construction.
 class FlightRecorder {
