@@ -188,6 +188,18 @@ rma_net_filter='--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComp
 
 sanitize_tests='^(rma_test_2_gpu|heap_test_2_gpu|window_test_2_gpu|coll_types_test_gpu|rma_fault_BadInput_PeerOutOfRangeIsInvalidArgument_gpu)$'
 
+# Which gnio-perf an old-against-new step runs and the library path it needs (the caller's locals
+# perf and env_lib): `new`, this build; `old`, OLD_DIR's carried binaries (default .old).
+use_build() {
+  perf=$P
+  env_lib=()
+  if [ "$1" = old ]; then
+    local old=${OLD_DIR:-$root/.old}
+    perf=$old/gnio-perf
+    env_lib=(LD_LIBRARY_PATH="$old${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+  fi
+}
+
 run_step() {
   case $1 in
     build | build-perf)
@@ -486,13 +498,12 @@ run_step() {
       # ranks' kernels run at once on one GPU): the stream collectives in CUDA graphs and the
       # in-kernel allreduce (VS_OLD_RMA=1: and the RMA latency table). bench/compare-builds.py makes
       # the table (median over runs).
-      local old=${OLD_DIR:-$root/.old}
       mkdir -p "$r/vs-old"
       mps_start
       for i in $(seq 1 "${VS_OLD_RUNS:-5}"); do
         for b in old new; do
-          local perf=$P env_lib=()
-          [ "$b" = old ] && perf=$old/gnio-perf && env_lib=(LD_LIBRARY_PATH="$old${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+          local perf env_lib=()
+          use_build "$b"
           step "vs-old-coll-$b-$i" env "${env_lib[@]}" timeout 300 "$R" -n 2 -- "$perf" coll \
             --coll "${VS_OLD_COLLS:-allreduce,allgather,reduce_scatter}" -b "${VS_OLD_MIN:-8}" \
             -e "${VS_OLD_MAX:-64M}" -f "${VS_OLD_F:-4}" -d f32 -o sum --inplace 0 -G "${VS_OLD_G:-20}" \
@@ -530,13 +541,13 @@ run_step() {
       # OLD_DIR's (as vs-old), interleaved: RATE_RUNS (2) runs of RATE_OPS (signal put) in the
       # shapes RATE_SHAPES ("grid block ops-per-thread" triples; default 8x128 threads x 20 and
       # one warp x 640: every signal on one word).
-      local old=${OLD_DIR:-$root/.old} i b op shape g bl n
+      local i b op g bl n
       mkdir -p "$r/rate-vs-old"
       mps_start
       for i in $(seq 1 "${RATE_RUNS:-2}"); do
         for b in old new; do
-          local perf=$P env_lib=()
-          [ "$b" = old ] && perf=$old/gnio-perf && env_lib=(LD_LIBRARY_PATH="$old${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+          local perf env_lib=()
+          use_build "$b"
           for op in ${RATE_OPS:-signal put}; do
             while read -r g bl n; do
               step "rate-$b-$op-g$g-$i" env "${env_lib[@]}" GNIO_NET=tcp timeout 120 "$R" -n 2 \
