@@ -84,10 +84,13 @@ ncclResult_t collective(ncclComm_t comm, cudaStream_t stream, const char* call, 
 }
 
 /// A reduction of NCCL type `datatype` under `op`: `on_gnio(type, gop, stream)` when gnio carries
-/// them, else `on_real(fallback, real_comm)` on the real NCCL, or refused without one.
+/// them, else `on_real(fallback, real_comm)` on the real NCCL, or refused without one. The enums
+/// come by reference and are read raw: a C caller may pass a value no enumerator has, and
+/// loading one as the enum (a copy into a by-value parameter) is undefined.
 template <class OnGnio, class OnReal>
-ncclResult_t reduction(ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype,
-                       ncclRedOp_t op, const char* call, OnGnio&& on_gnio, OnReal&& on_real) {
+ncclResult_t reduction(ncclComm_t comm, cudaStream_t stream, const ncclDataType_t& datatype,
+                       const ncclRedOp_t& op, const char* call, OnGnio&& on_gnio,
+                       OnReal&& on_real) {
   if (comm == nullptr) return gnio_nccl::fail(ncclInvalidArgument, "%s: comm is NULL", call);
   gnio::DataType type{};
   gnio::RedOp gop{};
