@@ -64,10 +64,13 @@ ncclResult_t init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
   });
 }
 
-/// The unique id of a new communicator of `members` (ranks of the bootstrap `bs`, this rank the
-/// one at `index`): the first member creates it and sends it to the others with `tag`.
-gnio::UniqueId members_id(gnio::Bootstrap& bs, const std::vector<int>& members, std::size_t index,
-                          int tag) {
+/// This rank's communicator among `members` (ranks of `parent`'s bootstrap, in their new order),
+/// beside a real NCCL one when `parent` has a fallback: the first member creates the unique id
+/// and sends it to the others with `tag`.
+ncclComm* member_comm(ncclComm& parent, const std::vector<int>& members, int tag) {
+  gnio::Bootstrap& bs = parent.comm.bootstrap();
+  const auto index = static_cast<std::size_t>(
+      std::find(members.begin(), members.end(), parent.comm.rank()) - members.begin());
   gnio::UniqueId id{};
   if (index == 0) {
     id = gnio::create_unique_id();
@@ -75,7 +78,26 @@ gnio::UniqueId members_id(gnio::Bootstrap& bs, const std::vector<int>& members, 
   } else {
     bs.recv(members[0], tag, &id, sizeof(id));
   }
-  return id;
+  return gnio_nccl::make_comm(
+      gnio::Comm::from_unique_id(id, static_cast<int>(index), static_cast<int>(members.size()),
+                                 options_here()),
+      parent.fallback);
+}
+
+/// Tears down `comm`'s real NCCL communicator, if any, with the fallback's `teardown` (its
+/// ncclCommDestroy or ncclCommAbort), then deletes `comm`: the first failure of the two, else
+/// ncclSuccess.
+ncclResult_t end_comm(ncclComm_t comm, const char* call,
+                      decltype(&::ncclCommDestroy) gnio_nccl::Fallback::*teardown) {
+  const ncclResult_t real =
+      comm->real == nullptr
+          ? ncclSuccess
+          : gnio_nccl::forwarded(*comm, call, (comm->fallback->*teardown)(comm->real));
+  const ncclResult_t r = gnio_nccl::guarded(call, [&] {
+    delete comm;  // collective unless aborted, as in NCCL
+    return ncclSuccess;
+  });
+  return r != ncclSuccess ? r : real;
 }
 
 }  // namespace
@@ -175,12 +197,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
       if (all[2 * r] == color) members.push_back(r);
     std::stable_sort(members.begin(), members.end(),
                      [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
-    const std::size_t index = std::find(members.begin(), members.end(), me) - members.begin();
-    const gnio::UniqueId id = members_id(bs, members, index, tag);
-    *newcomm = gnio_nccl::make_comm(
-        gnio::Comm::from_unique_id(id, static_cast<int>(index), static_cast<int>(members.size()),
-                                   options_here()),
-        comm->fallback);
+    *newcomm = member_comm(*comm, members, tag);
     return ncclSuccess;
   });
 }
@@ -220,12 +237,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude_ranks, int exclude_cou
     std::vector<int> members;
     for (int r = 0; r < size; ++r)
       if (!excluded[static_cast<std::size_t>(r)]) members.push_back(r);
-    const std::size_t index = std::find(members.begin(), members.end(), me) - members.begin();
-    const gnio::UniqueId id = members_id(comm->comm.bootstrap(), members, index, kShrinkTag);
-    *newcomm = gnio_nccl::make_comm(
-        gnio::Comm::from_unique_id(id, static_cast<int>(index), static_cast<int>(members.size()),
-                                   options_here()),
-        comm->fallback);
+    *newcomm = member_comm(*comm, members, kShrinkTag);
     return ncclSuccess;
   });
 }
@@ -247,29 +259,13 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
-  const ncclResult_t real =
-      comm->real == nullptr
-          ? ncclSuccess
-          : gnio_nccl::forwarded(*comm, "ncclCommDestroy", comm->fallback->CommDestroy(comm->real));
-  const ncclResult_t r = gnio_nccl::guarded("ncclCommDestroy", [&] {
-    delete comm;  // collective, as in NCCL
-    return ncclSuccess;
-  });
-  return r != ncclSuccess ? r : real;
+  return end_comm(comm, "ncclCommDestroy", &gnio_nccl::Fallback::CommDestroy);
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   comm->comm.abort();  // every wait of this rank ends; the teardown skips the final barrier
-  const ncclResult_t real =
-      comm->real == nullptr
-          ? ncclSuccess
-          : gnio_nccl::forwarded(*comm, "ncclCommAbort", comm->fallback->CommAbort(comm->real));
-  const ncclResult_t r = gnio_nccl::guarded("ncclCommAbort", [&] {
-    delete comm;
-    return ncclSuccess;
-  });
-  return r != ncclSuccess ? r : real;
+  return end_comm(comm, "ncclCommAbort", &gnio_nccl::Fallback::CommAbort);
 }
 
 const char* ncclGetErrorString(ncclResult_t result) {
