@@ -184,6 +184,15 @@ void Launcher::on_timeout() {
   begin_stop(StopReason::Timeout, kExitTimeout, SIGTERM);
 }
 
+void Launcher::drain_and_close_all() {
+  for (Rank& r : ranks_) {
+    r.out.drain_available();
+    r.err.drain_available();
+    r.out.close_and_flush();
+    r.err.close_and_flush();
+  }
+}
+
 void Launcher::loop() {
   Deadline job_deadline = Deadline::after(opt_.timeout);
   std::optional<Deadline> drain_deadline;
@@ -197,12 +206,7 @@ void Launcher::loop() {
       if (!open) return;
       if (drain_deadline->expired()) {
         // A leftover child of a rank still holds a pipe: take what is there and stop waiting.
-        for (Rank& r : ranks_) {
-          r.out.drain_available();
-          r.err.drain_available();
-          r.out.close_and_flush();
-          r.err.close_and_flush();
-        }
+        drain_and_close_all();
         return;
       }
     }
@@ -217,12 +221,7 @@ void Launcher::loop() {
           say("rank %d (pid %d) has not exited %s after SIGKILL (stuck in the kernel?); giving "
               "up on it",
               r.index, static_cast<int>(r.pid), seconds_text(kKillWaitSeconds).c_str());
-      for (Rank& r : ranks_) {
-        r.out.drain_available();
-        r.err.drain_available();
-        r.out.close_and_flush();
-        r.err.close_and_flush();
-      }
+      drain_and_close_all();
       return;
     }
 

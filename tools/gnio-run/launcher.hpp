@@ -110,6 +110,10 @@ class Launcher {
   /// the timeout, grace and kill deadlines in between.
   void loop();
 
+  /// Gives up waiting on the ranks' pipes: writes what each holds now and closes them (a leftover
+  /// child of a rank, or a rank stuck after SIGKILL, may keep them open).
+  void drain_and_close_all();
+
   /// Handles every signal queued on the signalfd.
   void read_signals();
 
