@@ -23,15 +23,6 @@ constexpr std::size_t kGuardElements = 64;
 /// Wrong elements reported in detail per rank and check.
 constexpr std::size_t kReportWrong = 4;
 
-std::vector<std::uint64_t> size_steps(std::uint64_t lo, std::uint64_t hi, std::uint64_t factor) {
-  std::vector<std::uint64_t> v;
-  for (std::uint64_t s = lo; s <= hi; s *= factor) {
-    v.push_back(s);
-    if (s > hi / factor) break;  // the next step would overflow or pass hi
-  }
-  return v;
-}
-
 }  // namespace
 
 bool gathered(CollKind k) {

@@ -88,6 +88,15 @@ std::uint64_t parse_count(const std::string& text, const char* what, std::uint64
   return v;
 }
 
+std::vector<std::uint64_t> size_steps(std::uint64_t lo, std::uint64_t hi, std::uint64_t factor) {
+  std::vector<std::uint64_t> v;
+  for (std::uint64_t s = lo; s <= hi; s *= factor) {
+    v.push_back(s);
+    if (s > hi / factor) break;  // the next step would overflow or pass hi
+  }
+  return v;
+}
+
 std::string format_size(std::uint64_t bytes) {
   static const char* const kUnits[] = {"", "K", "M", "G", "T"};
   int u = 0;

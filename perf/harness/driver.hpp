@@ -70,6 +70,8 @@ std::uint64_t parse_size(const std::string& text, const char* what);
 std::uint64_t parse_count(const std::string& text, const char* what, std::uint64_t max);
 /// A byte count for humans: "8", "4K", "1M", "1G" when exact, else the plain number.
 std::string format_size(std::uint64_t bytes);
+/// The sizes of a sweep from `lo` to at most `hi`, multiplying by `factor` (>= 2) each step.
+std::vector<std::uint64_t> size_steps(std::uint64_t lo, std::uint64_t hi, std::uint64_t factor);
 
 /// If `arg` is a common option, consumes its value from `reader` into `opts` and returns true.
 bool parse_common_option(const std::string& arg, ArgReader& reader, CommonOptions& opts);

@@ -65,15 +65,6 @@ struct Case {
   Mode mode;
 };
 
-std::vector<std::uint64_t> size_steps(std::uint64_t lo, std::uint64_t hi, std::uint64_t factor) {
-  std::vector<std::uint64_t> v;
-  for (std::uint64_t s = lo; s <= hi; s *= factor) {
-    v.push_back(s);
-    if (s > hi / factor) break;  // the next step would overflow or pass hi
-  }
-  return v;
-}
-
 unsigned group_threads(Scope s, unsigned block_threads) {
   return s == Scope::Thread ? 1u : s == Scope::Warp ? 32u : block_threads;
 }
