@@ -98,7 +98,9 @@
 #              (default .old): VS_OLD_RUNS (5) interleaved runs each of the stream allreduce,
 #              allgather and reduce_scatter (CUDA graphs, 8 B..VS_OLD_MAX=64M) and the in-kernel
 #              allreduce (sizes x VS_OLD_F, default 4), 2 ranks under MPS; VS_OLD_TOP (default 64M)
-#              adds that one size when the steps of VS_OLD_F skip it; VS_OLD_RMA=1 adds the
+#              adds that one size when the steps of VS_OLD_F skip it; VS_OLD_G (graph length,
+#              default 20), VS_OLD_ITERS (calls per measurement, -n) and VS_OLD_REPS (measurements
+#              per point) trade time for steadier small-size points; VS_OLD_RMA=1 adds the
 #              RMA latency table (8 B..64 KiB), VS_OLD_NET=1 the same through the tcp proxy (2
 #              ranks as 2 nodes, 8 B..4 KiB); r/vs-old/compare.md, r/vs-old/net/compare.md
 #              (bench/compare-builds.py)
@@ -507,13 +509,15 @@ run_step() {
           step "vs-old-coll-$b-$i" env "${env_lib[@]}" timeout 300 "$R" -n 2 -- "$perf" coll \
             --coll "${VS_OLD_COLLS:-allreduce,allgather,reduce_scatter}" -b "${VS_OLD_MIN:-8}" \
             -e "${VS_OLD_MAX:-64M}" -f "${VS_OLD_F:-4}" -d f32 -o sum --inplace 0 -G "${VS_OLD_G:-20}" \
-            ${VS_OLD_REPS:+--reps "$VS_OLD_REPS"} --json "$r/vs-old/coll-$b-$i.json"
+            ${VS_OLD_REPS:+--reps "$VS_OLD_REPS"} ${VS_OLD_ITERS:+-n "$VS_OLD_ITERS"} \
+            --json "$r/vs-old/coll-$b-$i.json"
           # From 8 B in steps of 4 the sweep ends at 32 MiB; the top size runs on its own.
           [ -n "${VS_OLD_TOP-64M}" ] &&
             step "vs-old-top-$b-$i" env "${env_lib[@]}" timeout 300 "$R" -n 2 -- "$perf" coll \
             --coll "${VS_OLD_COLLS:-allreduce,allgather,reduce_scatter}" -b "${VS_OLD_TOP-64M}" \
             -e "${VS_OLD_TOP-64M}" -d f32 -o sum --inplace 0 -G "${VS_OLD_G:-20}" \
-            ${VS_OLD_REPS:+--reps "$VS_OLD_REPS"} --json "$r/vs-old/top-$b-$i.json"
+            ${VS_OLD_REPS:+--reps "$VS_OLD_REPS"} ${VS_OLD_ITERS:+-n "$VS_OLD_ITERS"} \
+            --json "$r/vs-old/top-$b-$i.json"
           [ "${VS_OLD_KERNEL:-1}" = 1 ] &&
             step "vs-old-kernel-$b-$i" env "${env_lib[@]}" timeout 120 "$R" -n 2 -- "$perf" \
             coll-kernel -b 8 -e 64K --json "$r/vs-old/kernel-$b-$i.json"

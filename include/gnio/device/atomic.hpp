@@ -1,7 +1,8 @@
-// The one atomic wrapper every cross-agent access in gnio goes through: cuda::atomic_ref at
-// system scope under nvcc (so the GPU emits .sys-scoped loads/stores/fences that order NVLink
-// and host-mapped traffic), std::atomic_ref under a plain C++ compiler (so ThreadSanitizer
-// checks the protocol on the host backend). Memory orders are always explicit.
+// The one atomic wrapper every cross-agent access in gnio goes through: cuda::atomic_ref under
+// nvcc, at system scope unless the caller names a narrower one (so the GPU emits .sys-scoped
+// loads/stores/fences that order NVLink and host-mapped traffic), std::atomic_ref under a plain
+// C++ compiler (so ThreadSanitizer checks the protocol on the host backend). Memory orders are
+// always explicit.
 #pragma once
 
 #include <atomic>
@@ -15,12 +16,23 @@
 
 namespace gnio::dev {
 
+/// Who an atomic access must be coherent with. System: every agent (other GPUs through peer
+/// memory, the CPU, other processes) — the default, and the only safe choice for a word in the
+/// symmetric heap or in host memory. Device: the threads of this GPU only — for words in device
+/// memory that no other agent reads or writes (a ticket counter, a claim flag), where a
+/// system-scope access would order traffic no one else observes. On the host backend every scope
+/// is the same.
+enum class Scope { System, Device };
+
 #if defined(__CUDACC__)
-template <class T>
-using atomic_ref_t = cuda::atomic_ref<T, cuda::thread_scope_system>;
+template <Scope S>
+inline constexpr auto kCudaScope =
+    S == Scope::Device ? cuda::thread_scope_device : cuda::thread_scope_system;
+template <class T, Scope S = Scope::System>
+using atomic_ref_t = cuda::atomic_ref<T, kCudaScope<S>>;
 #define GNIO_MO(o) cuda::std::memory_order_##o
 #else
-template <class T>
+template <class T, Scope S = Scope::System>
 using atomic_ref_t = std::atomic_ref<T>;
 #define GNIO_MO(o) std::memory_order_##o
 #endif
@@ -46,29 +58,32 @@ GNIO_HD_INLINE auto to_memory_order(Order o) {
   }
 }
 
-template <class T>
+// Each operation takes the scope first (default System), so a call reads
+// `atomic_load<Scope::Device>(p, o)` and the value type is deduced.
+template <Scope S = Scope::System, class T>
 GNIO_HD_INLINE T atomic_load(T* p, Order o) {
-  return atomic_ref_t<T>(*p).load(to_memory_order(o));
+  return atomic_ref_t<T, S>(*p).load(to_memory_order(o));
 }
-template <class T>
+template <Scope S = Scope::System, class T>
 GNIO_HD_INLINE void atomic_store(T* p, T v, Order o) {
-  atomic_ref_t<T>(*p).store(v, to_memory_order(o));
+  atomic_ref_t<T, S>(*p).store(v, to_memory_order(o));
 }
-template <class T>
+template <Scope S = Scope::System, class T>
 GNIO_HD_INLINE T atomic_fetch_add(T* p, T v, Order o) {
-  return atomic_ref_t<T>(*p).fetch_add(v, to_memory_order(o));
+  return atomic_ref_t<T, S>(*p).fetch_add(v, to_memory_order(o));
 }
-template <class T>
+template <Scope S = Scope::System, class T>
 GNIO_HD_INLINE T atomic_exchange(T* p, T v, Order o) {
-  return atomic_ref_t<T>(*p).exchange(v, to_memory_order(o));
+  return atomic_ref_t<T, S>(*p).exchange(v, to_memory_order(o));
 }
 /// Compare-and-swap; returns the value seen before (equal to `expected` when it succeeded).
-template <class T>
+template <Scope S = Scope::System, class T>
 GNIO_HD_INLINE T atomic_compare_swap(T* p, T expected, T desired, Order o) {
-  atomic_ref_t<T>(*p).compare_exchange_strong(expected, desired, to_memory_order(o),
-                                              to_memory_order(o == Order::Release  ? Order::Relaxed
-                                                              : o == Order::AcqRel ? Order::Acquire
-                                                                                   : o));
+  atomic_ref_t<T, S>(*p).compare_exchange_strong(
+      expected, desired, to_memory_order(o),
+      to_memory_order(o == Order::Release  ? Order::Relaxed
+                      : o == Order::AcqRel ? Order::Acquire
+                                           : o));
   return expected;
 }
 

@@ -47,7 +47,7 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::report(Status status, const char* 
   if (!control_ || !stall_claim_) return;
   // The first failing thread of this rank wins the claim (in device memory) and fills the
   // host-mapped record with plain stores, publishing it with a release store of `state`.
-  if (dev::atomic_exchange(stall_claim_, 1u, dev::Order::AcqRel) == 0u) {
+  if (dev::atomic_exchange<dev::Scope::Device>(stall_claim_, 1u, dev::Order::AcqRel) == 0u) {
     StallRecord& r = control_->stall;
     r.status = status;
     r.rank = rank_;
@@ -131,8 +131,9 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
                                                          std::uint64_t* ticket_out) const {
   ProxyRing* ring = proxy_.ring;
   // Relaxed: the ticket only names a slot; the slot itself is published with a release below.
+  // Device scope: only this GPU's threads count tickets (the proxy reads the slots, not this).
   const std::uint64_t ticket =
-      dev::atomic_fetch_add(proxy_.tail, std::uint64_t{1}, dev::Order::Relaxed);
+      dev::atomic_fetch_add<dev::Scope::Device>(proxy_.tail, std::uint64_t{1}, dev::Order::Relaxed);
   const std::uint64_t capacity = proxy_.capacity;
   // A credit: the slot's previous occupant (ticket - capacity) must have been consumed.
   Status st = wait_until(
@@ -261,7 +262,8 @@ GNIO_NOINLINE GNIO_HD inline std::uint64_t DeviceComm::proxy_atomic(
 
 GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_quiet() const {
   ProxyRing* ring = proxy_.ring;
-  const std::uint64_t issued = dev::atomic_load(proxy_.tail, dev::Order::Acquire);
+  const std::uint64_t issued =
+      dev::atomic_load<dev::Scope::Device>(proxy_.tail, dev::Order::Acquire);
   (void)wait_until(
       [&](std::uint64_t& seen) {
         seen = dev::atomic_load(&ring->done, dev::Order::Acquire);
