@@ -157,6 +157,65 @@ void root_without_master(LaunchInfo& info) {
   info.root_port = port;
 }
 
+std::optional<int> local_size_as_number(const char* name) {
+  return env_int(name, "number of ranks on this node");
+}
+
+std::optional<int> slurm_local_size(const char* /*list_name*/) {
+  return slurm_tasks_on_node();
+}
+
+// How one launcher tells each rank its place in the job.
+struct Launcher {
+  const char* source;  // LaunchInfo::source
+  Vars vars;
+  // Why the rank (size) variable must be set once the launcher was recognised, for the message.
+  const char* rank_needed_because;
+  const char* size_needed_because;
+  // Slurm writes the node's rank count as a compressed list: read by its own parser.
+  std::optional<int> (*read_local_size)(const char* name) = local_size_as_number;
+};
+
+constexpr Launcher kTorchrun = {"torchrun",
+                                {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+                                "WORLD_SIZE is (torchrun convention)",
+                                "RANK is (torchrun convention)"};
+constexpr Launcher kOpenMpi = {"openmpi",
+                               {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                               "OMPI_COMM_WORLD_SIZE is (Open MPI)",
+                               "OMPI_COMM_WORLD_RANK is (Open MPI)"};
+constexpr Launcher kSlurm = {
+    "slurm",
+    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE"},
+    "",
+    "SLURM_PROCID is (start the ranks with srun)",
+    slurm_local_size};
+constexpr Launcher kPmi = {"pmi",
+                           {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+                           "PMI_SIZE is (PMI)",
+                           "PMI_RANK is (PMI)"};
+
+// The rank, size and node-local ranks `launcher` set, checked; the root is left to the caller.
+LaunchInfo ranks_from(const Launcher& launcher) {
+  const Vars& v = launcher.vars;
+  LaunchInfo info;
+  info.rank = required_int(v.rank, "rank", launcher.rank_needed_because);
+  info.size = required_int(v.size, "job size", launcher.size_needed_because);
+  info.local_rank = env_int(v.local_rank, "node-local rank").value_or(-1);
+  info.local_size = launcher.read_local_size(v.local_size).value_or(0);
+  info.source = launcher.source;
+  validate(info, v);
+  return info;
+}
+
+// A launch by a launcher without MASTER_ADDR (Open MPI, Slurm, PMI).
+LaunchInfo launch_without_master(const Launcher& launcher) {
+  LaunchInfo info = ranks_from(launcher);
+  root_without_master(info);
+  return info;
+}
+
 }  // namespace
 
 bool parse_job_token(const char* text, std::uint64_t* token) {
@@ -223,15 +282,11 @@ std::uint64_t job_token_from_env(const LaunchInfo& info) {
 LaunchInfo launch_info_from_env() {
   using bootstrap::env;
   using bootstrap::env_int;
-  LaunchInfo info;
   if (env("RANK") || env("WORLD_SIZE")) {
-    info.rank = bootstrap::required_int("RANK", "rank", "WORLD_SIZE is (torchrun convention)");
-    info.size = bootstrap::required_int("WORLD_SIZE", "job size", "RANK is (torchrun convention)");
-    info.local_rank = env_int("LOCAL_RANK", "node-local rank").value_or(-1);
-    info.local_size = env_int("LOCAL_WORLD_SIZE", "number of ranks on this node").value_or(0);
-    info.source = env("TORCHELASTIC_RUN_ID") || config_text("GNIO_JOB_TOKEN").empty() ? "torchrun"
-                                                                                      : "gnio-run";
-    bootstrap::validate(info, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"});
+    LaunchInfo info = bootstrap::ranks_from(bootstrap::kTorchrun);
+    // gnio-run speaks torchrun's convention and also sets the job token.
+    if (!env("TORCHELASTIC_RUN_ID") && !config_text("GNIO_JOB_TOKEN").empty())
+      info.source = "gnio-run";
     if (const char* m = env("MASTER_ADDR")) info.root_host = m;
     int port = bootstrap::gnio_port();
     if (port == 0) {
@@ -247,42 +302,10 @@ LaunchInfo launch_info_from_env() {
     info.root_port = port;
     return info;
   }
-  if (env("OMPI_COMM_WORLD_RANK") || env("OMPI_COMM_WORLD_SIZE")) {
-    info.rank = bootstrap::required_int("OMPI_COMM_WORLD_RANK", "rank",
-                                        "OMPI_COMM_WORLD_SIZE is (Open MPI)");
-    info.size = bootstrap::required_int("OMPI_COMM_WORLD_SIZE", "job size",
-                                        "OMPI_COMM_WORLD_RANK is (Open MPI)");
-    info.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", "node-local rank").value_or(-1);
-    info.local_size =
-        env_int("OMPI_COMM_WORLD_LOCAL_SIZE", "number of ranks on this node").value_or(0);
-    info.source = "openmpi";
-    bootstrap::validate(info, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                               "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"});
-    bootstrap::root_without_master(info);
-    return info;
-  }
-  if (env("SLURM_PROCID")) {
-    info.rank = bootstrap::required_int("SLURM_PROCID", "rank", "");
-    info.size = bootstrap::required_int("SLURM_NTASKS", "job size",
-                                        "SLURM_PROCID is (start the ranks with srun)");
-    info.local_rank = env_int("SLURM_LOCALID", "node-local rank").value_or(-1);
-    info.local_size = bootstrap::slurm_tasks_on_node().value_or(0);
-    info.source = "slurm";
-    bootstrap::validate(
-        info, {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE"});
-    bootstrap::root_without_master(info);
-    return info;
-  }
-  if (env("PMI_RANK") || env("PMI_SIZE")) {
-    info.rank = bootstrap::required_int("PMI_RANK", "rank", "PMI_SIZE is (PMI)");
-    info.size = bootstrap::required_int("PMI_SIZE", "job size", "PMI_RANK is (PMI)");
-    info.local_rank = env_int("MPI_LOCALRANKID", "node-local rank").value_or(-1);
-    info.local_size = env_int("MPI_LOCALNRANKS", "number of ranks on this node").value_or(0);
-    info.source = "pmi";
-    bootstrap::validate(info, {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"});
-    bootstrap::root_without_master(info);
-    return info;
-  }
+  if (env("OMPI_COMM_WORLD_RANK") || env("OMPI_COMM_WORLD_SIZE"))
+    return bootstrap::launch_without_master(bootstrap::kOpenMpi);
+  if (env("SLURM_PROCID")) return bootstrap::launch_without_master(bootstrap::kSlurm);
+  if (env("PMI_RANK") || env("PMI_SIZE")) return bootstrap::launch_without_master(bootstrap::kPmi);
   fail(ErrorClass::InvalidArgument,
        "no launcher environment found: start the ranks with gnio-run, torchrun (RANK, WORLD_SIZE, "
        "MASTER_ADDR, MASTER_PORT), mpirun (Open MPI), srun (Slurm) or a PMI launcher, or create "

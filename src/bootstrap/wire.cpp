@@ -36,6 +36,24 @@ bool printable(unsigned char c) {
   return c >= 0x20 && c < 0x7f;
 }
 
+// The bytes of a fixed-size message that begins with its `magic`; null when the length or the
+// magic is not that message's.
+const unsigned char* message_bytes(const void* data, std::size_t len, std::size_t message_len,
+                                   std::uint32_t magic) {
+  if (!data || len != message_len) return nullptr;
+  const auto* p = static_cast<const unsigned char*>(data);
+  return get32(p) == magic ? p : nullptr;
+}
+
+// A 16-bit field that must name one of the values first..last of `Enum`; nullopt for any other.
+template <class Enum>
+std::optional<Enum> enum_field(const unsigned char* p, Enum first, Enum last) {
+  const std::uint16_t raw = get16(p);
+  if (raw < static_cast<std::uint16_t>(first) || raw > static_cast<std::uint16_t>(last))
+    return std::nullopt;
+  return static_cast<Enum>(raw);
+}
+
 std::uint32_t fnv1a32(const unsigned char* p, std::size_t n) {
   std::uint32_t h = 0x811c9dc5u;
   for (std::size_t i = 0; i < n; ++i) {
@@ -82,18 +100,14 @@ void encode_hello(const Hello& h, unsigned char out[kHelloBytes]) {
 }
 
 std::optional<Hello> decode_hello(const void* data, std::size_t len) {
-  if (!data || len != kHelloBytes) return std::nullopt;
-  const auto* p = static_cast<const unsigned char*>(data);
-  if (get32(p) != kHelloMagic || get16(p + 4) != kProtocolVersion) return std::nullopt;
-  std::uint16_t purpose = get16(p + 6);
-  if (purpose < static_cast<std::uint16_t>(Purpose::Register) ||
-      purpose > static_cast<std::uint16_t>(Purpose::Liveness))
-    return std::nullopt;
-  Hello h;
-  h.purpose = static_cast<Purpose>(purpose);
-  h.token = get64(p + 8);
-  h.rank = static_cast<std::int32_t>(get32(p + 16));
-  h.size = static_cast<std::int32_t>(get32(p + 20));
+  const unsigned char* p = message_bytes(data, len, kHelloBytes, kHelloMagic);
+  if (!p || get16(p + 4) != kProtocolVersion) return std::nullopt;
+  const std::optional<Purpose> purpose = enum_field(p + 6, Purpose::Register, Purpose::Liveness);
+  if (!purpose) return std::nullopt;
+  const Hello h{.purpose = *purpose,
+                .token = get64(p + 8),
+                .rank = static_cast<std::int32_t>(get32(p + 16)),
+                .size = static_cast<std::int32_t>(get32(p + 20))};
   if (h.size < 1 || h.size > kMaxRanks || h.rank < 0 || h.rank >= h.size) return std::nullopt;
   return h;
 }
@@ -111,19 +125,15 @@ void encode_frame_header(const FrameHeader& f, unsigned char out[kFrameHeaderByt
 
 std::optional<FrameHeader> decode_frame_header(const void* data, std::size_t len,
                                                std::uint64_t max_length) {
-  if (!data || len != kFrameHeaderBytes) return std::nullopt;
-  const auto* p = static_cast<const unsigned char*>(data);
-  if (get32(p) != kFrameMagic) return std::nullopt;
-  std::uint16_t type = get16(p + 4);
-  if (type < static_cast<std::uint16_t>(FrameType::Register) ||
-      type > static_cast<std::uint16_t>(FrameType::Abort))
-    return std::nullopt;
-  FrameHeader f;
-  f.type = static_cast<FrameType>(type);
-  f.flags = get16(p + 6);
-  f.src = static_cast<std::int32_t>(get32(p + 8));
-  f.tag = static_cast<std::int32_t>(get32(p + 12));
-  f.length = get64(p + 16);
+  const unsigned char* p = message_bytes(data, len, kFrameHeaderBytes, kFrameMagic);
+  if (!p) return std::nullopt;
+  const std::optional<FrameType> type = enum_field(p + 4, FrameType::Register, FrameType::Abort);
+  if (!type) return std::nullopt;
+  const FrameHeader f{.type = *type,
+                      .flags = get16(p + 6),
+                      .src = static_cast<std::int32_t>(get32(p + 8)),
+                      .tag = static_cast<std::int32_t>(get32(p + 12)),
+                      .length = get64(p + 16)};
   if (f.src < -1 || f.length > max_length) return std::nullopt;
   return f;
 }
@@ -230,9 +240,8 @@ void encode_unique_id(const UniqueIdFields& f, unsigned char out[kUniqueIdBytes]
 }
 
 std::optional<UniqueIdFields> decode_unique_id(const void* data, std::size_t len) {
-  if (!data || len != kUniqueIdBytes) return std::nullopt;
-  const auto* p = static_cast<const unsigned char*>(data);
-  if (get32(p) != kUniqueIdMagic || get16(p + 4) != kProtocolVersion) return std::nullopt;
+  const unsigned char* p = message_bytes(data, len, kUniqueIdBytes, kUniqueIdMagic);
+  if (!p || get16(p + 4) != kProtocolVersion) return std::nullopt;
   if (get32(p + 40) != fnv1a32(p, 40) || !all_zero(p + 44, kUniqueIdBytes - 44))
     return std::nullopt;
   if (p[7] != 0 || get16(p + 10) != 0) return std::nullopt;

@@ -9,19 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "base/enum_names.hpp"
 #include "base/fail.hpp"
 #include "core/comm_impl.hpp"
+#include "core/comm_services.hpp"
 #include "transport/proxy/proxy.hpp"
 
 namespace gnio {
 
 const char* to_string(Backend b) noexcept {
-  switch (b) {
-    case Backend::Auto: return "auto";
-    case Backend::Cuda: return "cuda";
-    case Backend::Host: return "host";
-  }
-  return "?";
+  return enum_name(b, {"auto", "cuda", "host"});
 }
 
 Comm::Comm(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}
@@ -48,23 +45,25 @@ Comm Comm::from_unique_id(const UniqueId& id, int rank, int size, const CommOpti
   return Comm(std::make_shared<detail::CommImpl>(std::move(bs), std::move(info), options));
 }
 
+// Comm's shape comes from CommServices, the view the layers above core use, so that the two
+// cannot disagree.
 int Comm::rank() const noexcept {
-  return impl_->bootstrap->rank();
+  return detail::CommServices(*this).rank();
 }
 int Comm::size() const noexcept {
-  return impl_->bootstrap->size();
+  return detail::CommServices(*this).size();
 }
 int Comm::local_rank() const noexcept {
-  return impl_->local_rank;
+  return detail::CommServices(*this).local_rank();
 }
 int Comm::local_size() const noexcept {
-  return static_cast<int>(impl_->node_ranks.size());
+  return static_cast<int>(detail::CommServices(*this).ranks_on_node());
 }
 int Comm::node() const noexcept {
   return impl_->node;
 }
 int Comm::nodes() const noexcept {
-  return impl_->nodes;
+  return detail::CommServices(*this).nodes();
 }
 const std::string& Comm::node_id() const noexcept {
   return impl_->node_id;

@@ -180,9 +180,15 @@ CommImpl::CommImpl(std::unique_ptr<Bootstrap> bs, LaunchInfo launch, const CommO
     fail(ErrorClass::InvalidArgument, "GNIO_NET='%s' is not one of auto, tcp, ucx, none",
          net.c_str());
   if (nodes > 1 && net != "none")
-    proxy = proxy::make_proxy(net, *backend, *bootstrap, node_of_rank, heap->local_base(),
-                              heap->mapped(), control, internal_stream(), timeout_s,
-                              [this](int r) { on_link_lost(r); });
+    proxy = proxy::make_proxy(net, {.backend = *backend,
+                                    .bootstrap = *bootstrap,
+                                    .node_of_rank = node_of_rank,
+                                    .heap_base = heap->local_base(),
+                                    .heap_bytes = heap->mapped(),
+                                    .control = control,
+                                    .stream = internal_stream(),
+                                    .timeout_s = timeout_s,
+                                    .on_link_lost = [this](int r) { on_link_lost(r); }});
   const double network_ms = lap();
 
   // Last, so a failure above leaves no watcher to say goodbye for a rank that never got here.

@@ -163,9 +163,11 @@ struct Port::Impl {
   // The rings kernels use (either kind).
   Ring fill, completion, rx, tx;
   std::uint32_t* words = nullptr;  // host-mapped: [0] stop (the host writes it, kernels read it)
-  // Device memory: [0] rx handoff, [32] tx handoff (the Coop forms' counts; a group's leader
-  // hands its count over in memory next to the group, not across PCIe).
+  // Device memory: the rx and tx handoffs (the Coop forms' counts; a group's leader hands its
+  // count over in memory next to the group, not across PCIe).
   std::uint32_t* handoffs = nullptr;
+  static constexpr std::size_t kRxHandoff = 0;
+  static constexpr std::size_t kTxHandoff = 32;
   std::vector<void*> registered;
   std::string mode;
   std::thread worker;
@@ -173,6 +175,16 @@ struct Port::Impl {
   std::atomic<std::uint64_t> wakeups{0};
 
   ~Impl() { close(); }
+
+  // What both sides of the queue hold alike: the UMEM, the stop word and the side's handoff.
+  template <class Queue>
+  Queue queue_side(std::size_t handoff) const {
+    Queue q;
+    q.umem = umem_area;
+    q.stop = &words[0];
+    q.handoff = &handoffs[handoff];
+    return q;
+  }
 
   void open();
   /// Opens an AF_XDP socket; "" once it is up, otherwise why not (throws for what a fallback
@@ -460,26 +472,20 @@ Port::~Port() = default;
 
 RxQueue Port::rx() const {
   const Impl& m = *impl_;
-  RxQueue q;
+  RxQueue q = m.queue_side<RxQueue>(Impl::kRxHandoff);
   q.rx = m.rx;
   q.fill = m.fill;
-  q.umem = m.umem_area;
-  q.stop = &m.words[0];
-  q.handoff = &m.handoffs[0];
   return q;
 }
 
 TxQueue Port::tx() const {
   const Impl& m = *impl_;
-  TxQueue q;
+  TxQueue q = m.queue_side<TxQueue>(Impl::kTxHandoff);
   q.tx = m.tx;
   q.completion = m.completion;
-  q.umem = m.umem_area;
   q.first_frame = static_cast<std::uint64_t>(m.options.frames / 2) * m.options.frame_size;
   q.frame_size = m.options.frame_size;
   q.frames = m.options.frames / 2;
-  q.stop = &m.words[0];
-  q.handoff = &m.handoffs[32];
   return q;
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "base/enum_names.hpp"
 #include "base/fail.hpp"
 #include "bootstrap/agree_step.hpp"
 #include "bootstrap/fd_exchange.hpp"
@@ -225,12 +226,7 @@ const char* request_name(std::int32_t r) {
 }  // namespace
 
 const char* to_string(HeapMapping m) noexcept {
-  switch (m) {
-    case HeapMapping::Memfd: return "memfd";
-    case HeapMapping::Vmm: return "vmm";
-    case HeapMapping::Ipc: return "ipc";
-  }
-  return "?";
+  return enum_name(m, {"memfd", "vmm", "ipc"});
 }
 
 // ---- the heap ---------------------------------------------------------------------------------

@@ -32,19 +32,17 @@ void detail::host_ring_doorbell(ProxyRing* ring) {
 
 namespace proxy {
 
-Proxy::Proxy(platform::Backend& backend, Bootstrap& bs, char* heap_base, std::uint64_t heap_bytes,
-             DeviceControl* control, StreamRef stream, double timeout_s,
-             std::function<void(int)> on_link_lost)
-    : backend_(backend),
-      rank_(bs.rank()),
-      size_(bs.size()),
-      token_(bs.token()),
-      heap_base_(heap_base),
-      heap_bytes_(heap_bytes),
-      control_(control),
-      timeout_s_(timeout_s),
-      stream_(stream),
-      on_link_lost_(std::move(on_link_lost)) {
+Proxy::Proxy(const ProxyArgs& args)
+    : backend_(args.backend),
+      rank_(args.bootstrap.rank()),
+      size_(args.bootstrap.size()),
+      token_(args.bootstrap.token()),
+      heap_base_(args.heap_base),
+      heap_bytes_(args.heap_bytes),
+      control_(args.control),
+      timeout_s_(args.timeout_s),
+      stream_(args.stream),
+      on_link_lost_(args.on_link_lost) {
   const long long slots = config_int("GNIO_PROXY_SLOTS");
   GNIO_REQUIRE(slots >= 2 && slots <= 65536 && (slots & (slots - 1)) == 0,
                "GNIO_PROXY_SLOTS=%lld is not a power of two in [2, 65536]", slots);

@@ -25,6 +25,24 @@
 
 namespace gnio::proxy {
 
+/// What every proxy is made with, whatever its network. `heap_base` is this rank's symmetric heap
+/// (`heap_bytes` of it mapped); `control` receives the abort word when the transport fails;
+/// `stream` (the owner's) carries setup and drain()'s reads of device memory; `on_link_lost(peer)`
+/// is called (from a proxy thread) when the transport fails because the link to `peer` ended or
+/// failed, before the generic abort: the owner records `peer` as the rank whose loss aborts the
+/// device side (waits return RemoteError naming it).
+struct ProxyArgs {
+  platform::Backend& backend;
+  Bootstrap& bootstrap;
+  const std::vector<int>& node_of_rank;  ///< rank r's node
+  char* heap_base;
+  std::uint64_t heap_bytes;
+  DeviceControl* control;
+  StreamRef stream;
+  double timeout_s;
+  std::function<void(int)> on_link_lost;
+};
+
 /// The proxy of one communicator: what the rest of the library sees of it. Made by make_proxy().
 class Proxy {
  public:
@@ -70,14 +88,7 @@ class Proxy {
 
  protected:
   /// Allocates the ring (collective only through what the backend's constructor adds).
-  /// `heap_base` is this rank's symmetric heap; `control` receives the abort word when the
-  /// transport fails; `stream` (the owner's) carries setup and drain()'s reads of device memory.
-  /// `on_link_lost(peer)` is called (from a proxy thread) when the transport fails because the
-  /// link to `peer` ended or failed, before the generic abort: the owner records `peer` as the
-  /// rank whose loss aborts the device side (waits return RemoteError naming it).
-  Proxy(platform::Backend& backend, Bootstrap& bootstrap, char* heap_base, std::uint64_t heap_bytes,
-        DeviceControl* control, StreamRef stream, double timeout_s,
-        std::function<void(int)> on_link_lost);
+  explicit Proxy(const ProxyArgs& args);
 
   /// Called by add_landing() with the new region, on the calling (collective) thread.
   virtual void landing_added(const Landing& /*region*/) {}
@@ -169,12 +180,8 @@ constexpr WordOp signal_word_op(std::uint32_t sig_op) {
 }
 
 /// The proxy GNIO_NET (`net`: "auto", "tcp" or "ucx") asks for, connected to every rank on
-/// another node (`node_of_rank[r]` is rank r's node). Collective over every rank. Throws
-/// Error(Unsupported) for "ucx" in a build without UCX or where UCX cannot reach the heap's memory.
-std::unique_ptr<Proxy> make_proxy(const std::string& net, platform::Backend& backend,
-                                  Bootstrap& bootstrap, const std::vector<int>& node_of_rank,
-                                  char* heap_base, std::uint64_t heap_bytes, DeviceControl* control,
-                                  StreamRef stream, double timeout_s,
-                                  std::function<void(int)> on_link_lost);
+/// another node. Collective over every rank. Throws Error(Unsupported) for "ucx" in a build
+/// without UCX or where UCX cannot reach the heap's memory.
+std::unique_ptr<Proxy> make_proxy(const std::string& net, const ProxyArgs& args);
 
 }  // namespace gnio::proxy

@@ -40,12 +40,9 @@ net::TcpMesh::Connect net_connect() {
 
 }  // namespace
 
-TcpProxy::TcpProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
-                   char* heap_base, std::uint64_t heap_bytes, DeviceControl* control,
-                   StreamRef stream, double timeout_s, std::function<void(int)> on_link_lost)
-    : Proxy(backend, bs, heap_base, heap_bytes, control, stream, timeout_s,
-            std::move(on_link_lost)),
-      mesh_(bs, node_of_rank, timeout_s, net_lanes(), net_connect()) {
+TcpProxy::TcpProxy(const ProxyArgs& args)
+    : Proxy(args),
+      mesh_(args.bootstrap, args.node_of_rank, args.timeout_s, net_lanes(), net_connect()) {
   // The host backend's proxy addresses every byte itself; GPU memory goes through bounce buffers
   // (GNIO_PROXY_STAGING=always stages on the host backend too, which is how CI tests that path).
   direct_ = backend_.kind() == platform::BackendKind::Host && !staging_forced();

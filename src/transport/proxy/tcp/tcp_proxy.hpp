@@ -60,10 +60,8 @@ namespace gnio::proxy {
 /// The proxy of one communicator over TCP.
 class TcpProxy final : public Proxy {
  public:
-  /// Collective over every rank (connects the mesh); the arguments are Proxy's.
-  TcpProxy(platform::Backend& backend, Bootstrap& bootstrap, const std::vector<int>& node_of_rank,
-           char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, StreamRef stream,
-           double timeout_s, std::function<void(int)> on_link_lost);
+  /// Collective over every rank (connects the mesh).
+  explicit TcpProxy(const ProxyArgs& args);
   /// Says goodbye to every peer and stops the threads. Call after the final barrier (every rank
   /// drained), so no peer takes the closed connections for a failure.
   ~TcpProxy() override;

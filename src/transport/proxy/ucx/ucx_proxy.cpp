@@ -33,13 +33,10 @@
 
 namespace gnio::proxy {
 
-UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
-                   char* heap_base, std::uint64_t heap_bytes, DeviceControl* control,
-                   StreamRef stream, double timeout_s, std::function<void(int)> on_link_lost)
-    : Proxy(backend, bs, heap_base, heap_bytes, control, stream, timeout_s,
-            std::move(on_link_lost)),
-      bootstrap_(bs),
-      mesh_(bs, node_of_rank, [this](int peer, const std::string& why) {
+UcxProxy::UcxProxy(const ProxyArgs& args)
+    : Proxy(args),
+      bootstrap_(args.bootstrap),
+      mesh_(args.bootstrap, args.node_of_rank, [this](int peer, const std::string& why) {
         if (!stop_.load(std::memory_order_acquire))
           fail_transport(format("rank %d: ucx transport: the connection from rank %d ended (UCX "
                                 "endpoint error: %s); that rank failed or its link is down",
@@ -54,7 +51,7 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
   {
     std::vector<std::uint8_t> all(static_cast<std::size_t>(size_));
     all[static_cast<std::size_t>(rank_)] = staged_ ? 1 : 0;
-    bs.allgather(all.data(), 1);
+    bootstrap_.allgather(all.data(), 1);
     for (int r = 0; r < size_; ++r)
       if (all[static_cast<std::size_t>(r)] != all[0])
         fail(ErrorClass::InvalidArgument,
@@ -100,7 +97,7 @@ UcxProxy::UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<
   if (staged_)
     out_ = std::make_unique<Staging>(backend_, Staging::Direction::Outbound, direct, chunk_);
   flush_.proxy = this;
-  set_heap_bytes(heap_bytes);
+  set_heap_bytes(args.heap_bytes);
   use_doorbell_fd();  // the thread sleeps on UCX's event descriptor and the doorbell at once
   thread_ = std::thread([this] { run_guarded("ucx", [this] { progress_loop(); }); });
 }
@@ -538,13 +535,8 @@ std::string ucx_summary() {
                       "has no CUDA support)");
 }
 
-std::unique_ptr<Proxy> make_ucx_proxy(platform::Backend& backend, Bootstrap& bootstrap,
-                                      const std::vector<int>& node_of_rank, char* heap_base,
-                                      std::uint64_t heap_bytes, DeviceControl* control,
-                                      StreamRef stream, double timeout_s,
-                                      std::function<void(int)> on_link_lost) {
-  return std::make_unique<UcxProxy>(backend, bootstrap, node_of_rank, heap_base, heap_bytes,
-                                    control, stream, timeout_s, std::move(on_link_lost));
+std::unique_ptr<Proxy> make_ucx_proxy(const ProxyArgs& args) {
+  return std::make_unique<UcxProxy>(args);
 }
 
 }  // namespace gnio::proxy

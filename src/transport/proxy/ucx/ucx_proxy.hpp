@@ -28,14 +28,9 @@
 
 namespace gnio::proxy {
 
-/// A UCX proxy (the arguments are Proxy's; collective over every rank). Throws
-/// Error(Unsupported) in a build without UCX, and Error(InvalidArgument) when ranks disagree on
-/// staging.
-std::unique_ptr<Proxy> make_ucx_proxy(platform::Backend& backend, Bootstrap& bootstrap,
-                                      const std::vector<int>& node_of_rank, char* heap_base,
-                                      std::uint64_t heap_bytes, DeviceControl* control,
-                                      StreamRef stream, double timeout_s,
-                                      std::function<void(int)> on_link_lost);
+/// A UCX proxy (collective over every rank). Throws Error(Unsupported) in a build without UCX,
+/// and Error(InvalidArgument) when ranks disagree on staging.
+std::unique_ptr<Proxy> make_ucx_proxy(const ProxyArgs& args);
 
 /// What GNIO_NET=ucx would use on this machine, for gnio-info: the UCX version and how heap data
 /// in GPU memory would move (registered directly, or staged through host memory), or why UCX is

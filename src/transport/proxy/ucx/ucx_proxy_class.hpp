@@ -26,9 +26,7 @@ namespace gnio::proxy {
 
 class UcxProxy final : public Proxy {
  public:
-  UcxProxy(platform::Backend& backend, Bootstrap& bs, const std::vector<int>& node_of_rank,
-           char* heap_base, std::uint64_t heap_bytes, DeviceControl* control, StreamRef stream,
-           double timeout_s, std::function<void(int)> on_link_lost);
+  explicit UcxProxy(const ProxyArgs& args);
   /// Stops the proxy thread, waits (through the bootstrap, unless the communicator aborted) until
   /// every rank stopped its own, then closes the endpoints: none is then taken for a failure.
   ~UcxProxy() override;

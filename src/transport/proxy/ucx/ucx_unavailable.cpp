@@ -7,13 +7,11 @@
 
 namespace gnio::proxy {
 
-std::unique_ptr<Proxy> make_ucx_proxy(platform::Backend&, Bootstrap& bootstrap,
-                                      const std::vector<int>&, char*, std::uint64_t, DeviceControl*,
-                                      StreamRef, double, std::function<void(int)>) {
+std::unique_ptr<Proxy> make_ucx_proxy(const ProxyArgs& args) {
   fail(ErrorClass::Unsupported,
        "rank %d: GNIO_NET=ucx, but this gnio was built without UCX (install libucx-dev and "
        "configure with -DGNIO_UCX=ON, or point UCX_ROOT at a UCX installation); use GNIO_NET=tcp",
-       bootstrap.rank());
+       args.bootstrap.rank());
 }
 
 std::string ucx_summary() {
