@@ -3,6 +3,11 @@
 // addresses); legacy CUDA IPC handles are the fallback where fd export is refused. See
 // docs/design/platform-cuda.md.
 //
+// CudaBackend's members are defined by concept: cuda_backend.cpp (construction, teardown),
+// cuda_backend_memory.cpp (heap chunks, legacy CUDA IPC, host-mapped and private device memory),
+// cuda_backend_buffers.cpp (user buffers shared with node peers) and cuda_backend_streams.cpp
+// (streams, copies, word atomics, deliveries).
+//
 // This header is plain C++ (no CUDA headers); it is private to src/platform/: the layers above
 // reach everything through platform::Backend.
 #pragma once
