@@ -10,11 +10,11 @@
 namespace gnio::detail {
 namespace {
 
-/// GNIO_COLL_KERNEL_SETS: src/CMakeLists.txt defines GNIO_COLL_SET_<NAME> for every set it
-/// compiled (for this file alone).
+/// GNIO_COLL_KERNEL_SETS: cmake/GnioCollKernels.cmake defines GNIO_COLL_SET_<NAME> for every
+/// set, 1 where it compiled the set and 0 where not (for this file alone).
 constexpr bool kBuilt[kKernelSetCount] = {
 #define GNIO_SET_BUILT(macro) GNIO_SET_BUILT_I(macro)
-#define GNIO_SET_BUILT_I(macro) (macro + 0 == 1)
+#define GNIO_SET_BUILT_I(macro) (macro == 1)
     GNIO_SET_BUILT(GNIO_COLL_SET_F32),  GNIO_SET_BUILT(GNIO_COLL_SET_F64),
     GNIO_SET_BUILT(GNIO_COLL_SET_F16),  GNIO_SET_BUILT(GNIO_COLL_SET_BF16),
     GNIO_SET_BUILT(GNIO_COLL_SET_E4M3), GNIO_SET_BUILT(GNIO_COLL_SET_E5M2),
