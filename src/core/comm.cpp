@@ -12,7 +12,6 @@
 #include "base/enum_names.hpp"
 #include "base/fail.hpp"
 #include "core/comm_impl.hpp"
-#include "core/comm_services.hpp"
 #include "transport/proxy/proxy.hpp"
 
 namespace gnio {
@@ -45,25 +44,23 @@ Comm Comm::from_unique_id(const UniqueId& id, int rank, int size, const CommOpti
   return Comm(std::make_shared<detail::CommImpl>(std::move(bs), std::move(info), options));
 }
 
-// Comm's shape comes from CommServices, the view the layers above core use, so that the two
-// cannot disagree.
 int Comm::rank() const noexcept {
-  return detail::CommServices(*this).rank();
+  return impl_->bootstrap->rank();
 }
 int Comm::size() const noexcept {
-  return detail::CommServices(*this).size();
+  return impl_->bootstrap->size();
 }
 int Comm::local_rank() const noexcept {
-  return detail::CommServices(*this).local_rank();
+  return impl_->local_rank;
 }
 int Comm::local_size() const noexcept {
-  return static_cast<int>(detail::CommServices(*this).ranks_on_node());
+  return static_cast<int>(impl_->node_ranks.size());
 }
 int Comm::node() const noexcept {
   return impl_->node;
 }
 int Comm::nodes() const noexcept {
-  return detail::CommServices(*this).nodes();
+  return impl_->nodes;
 }
 const std::string& Comm::node_id() const noexcept {
   return impl_->node_id;
