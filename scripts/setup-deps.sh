@@ -8,10 +8,13 @@ set -euo pipefail
 # libopenmpi-dev, libpmix-dev: plain mpirun launches (PMIx rendezvous) and gnio/mpi.hpp's test;
 # python3-venv: the Python package's stage (pip install . into a virtual environment);
 # slurmctld, slurmd, slurm-client, munge: srun launches on a private one-host Slurm
-# (tests/launcher/slurm_test.sh runs its own daemons, whatever the packages start).
+# (tests/launcher/slurm_test.sh runs its own daemons, whatever the packages start);
+# libcli11-dev, nlohmann-json3-dev: header-only, the tools' command lines (gnio-run, gnio-info,
+# gnio-perf's driver) and the JSON gnio-info and gnio-perf write (the library takes neither;
+# scripts/fetch-tool-debs.sh fetches them for machines without the registry).
 packages=(cmake ninja-build g++ make pkg-config git python3 libgtest-dev iproute2 clang libclang-rt-dev libucx-dev
   libxdp-dev libbpf-dev iputils-ping openmpi-bin libopenmpi-dev libpmix-dev python3-venv
-  slurmctld slurmd slurm-client munge)
+  slurmctld slurmd slurm-client munge libcli11-dev nlohmann-json3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -8,7 +8,11 @@
 #              found) and build everything into ./build-gpu
 #   build-perf the same configuration, building only gnio-run, gnio-perf and gnio-info (or the
 #              targets in BUILD_TARGETS); CMAKE_EXTRA adds configure arguments to both (e.g.
-#              -DGNIO_COLL=OFF: no collective kernels, a build of minutes)
+#              -DGNIO_COLL=OFF: no collective kernels, a build of minutes). The tools need CLI11
+#              and nlohmann-json (header-only): where the system has neither, TOOL_DEBS (default
+#              .deps/tool-debs: libcli11-dev and nlohmann-json3-dev, fetched beforehand with
+#              scripts/fetch-tool-debs.sh on a machine with the registry) is unpacked at the
+#              start into .deps/tool-headers, where CMake looks for them
 #   suite      every GPU-labelled test (ctest -L gpu)
 #   examples   ping-pong, ring pipeline, halo exchange, gnio-info --json, request/response (also
 #              as 2 nodes) on 2 ranks
@@ -152,6 +156,17 @@ eth_root=
 if ls "${ETH_DEBS:-$root/.deps/eth-debs}"/*.deb >/dev/null 2>&1; then
   for f in "${ETH_DEBS:-$root/.deps/eth-debs}"/*.deb; do dpkg -x "$f" "$root/.deps/eth"; done
   eth_root=$root/.deps/eth
+fi
+# The tools' header-only CLI11 and nlohmann-json, when the system lacks them: the .deb files in
+# TOOL_DEBS (default .deps/tool-debs, scripts/fetch-tool-debs.sh elsewhere) unpacked here, never
+# into /; CMake finds them in .deps/tool-headers/usr (cmake/GnioToolHeaders.cmake).
+if [ ! -f /usr/include/CLI/CLI.hpp ] || [ ! -f /usr/include/nlohmann/json.hpp ]; then
+  if ls "${TOOL_DEBS:-$root/.deps/tool-debs}"/*.deb >/dev/null 2>&1; then
+    for f in "${TOOL_DEBS:-$root/.deps/tool-debs}"/*.deb; do dpkg -x "$f" "$root/.deps/tool-headers"; done
+  else
+    echo "no CLI11/nlohmann-json headers and no .deb files in ${TOOL_DEBS:-$root/.deps/tool-debs}:" \
+      "the tools will not configure (scripts/fetch-tool-debs.sh)" | tee -a "$r/steps.txt"
+  fi
 fi
 [ -n "$ucx_root" ] && export LD_LIBRARY_PATH=$ucx_root/lib:$ucx_root/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
