@@ -4,12 +4,15 @@
 // reach each other, every GNIO_* variable (default, current value, description) and, under a
 // launcher (gnio-run, torchrun, mpirun, srun), this rank's facts.
 //
-//   gnio-info [--json] [--no-comm]
+//   gnio-info [--json] [--no-comm] [--config-markdown]
+//
+// The command line is CLI11's, the JSON nlohmann-json's (both header-only, tools only).
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -22,51 +25,7 @@
 
 namespace {
 
-/// A minimal JSON writer: objects, arrays, strings, numbers, booleans; keys in insertion order.
-class Json {
- public:
-  void open(const char* key, char bracket) {
-    comma();
-    if (key) out_ += quote(key) + ":";
-    out_ += bracket;
-    first_ = true;
-  }
-  void close(char bracket) {
-    out_ += bracket;
-    first_ = false;
-  }
-  void str(const char* key, const std::string& v) { field(key, quote(v)); }
-  void num(const char* key, long long v) { field(key, std::to_string(v)); }
-  void boolean(const char* key, bool v) { field(key, v ? "true" : "false"); }
-  const std::string& text() const { return out_; }
-
- private:
-  void comma() {
-    if (!first_) out_ += ",";
-    first_ = false;
-  }
-  void field(const char* key, const std::string& value) {
-    comma();
-    if (key) out_ += quote(key) + ":";
-    out_ += value;
-  }
-  static std::string quote(const std::string& s) {
-    std::string q = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\')
-        q += '\\', q += c;
-      else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-        q += buf;
-      } else
-        q += c;
-    }
-    return q + "\"";
-  }
-  std::string out_;
-  bool first_ = true;
-};
+using Json = nlohmann::ordered_json;  // keys in insertion order
 
 bool under_launcher() {
   for (const char* v : {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"})
@@ -89,29 +48,28 @@ std::string mib(std::size_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false, with_comm = true, config_markdown = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json"))
-      json = true;
-    else if (!std::strcmp(argv[i], "--no-comm"))
-      with_comm = false;
-    else if (!std::strcmp(argv[i], "--config-markdown"))
-      config_markdown = true;
-    else if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
-      std::printf(
-          "usage: gnio-info [--json] [--no-comm]\n"
-          "  Prints gnio's version, build, GPUs, configuration variables and, when run under\n"
-          "  a launcher (gnio-run -n N gnio-info), this rank's communicator facts.\n"
-          "  --json     one JSON object instead of text\n"
-          "  --no-comm  do not create a communicator even under a launcher\n"
-          "  --config-markdown  print the GNIO_* variable table as Markdown (the source of\n"
-          "             docs/guide/configuration.md) and exit\n");
-      return 0;
-    } else {
-      std::fprintf(stderr, "gnio-info: unknown argument '%s' (try --help)\n", argv[i]);
-      return 2;
-    }
+  bool json = false, no_comm = false, config_markdown = false;
+  CLI::App app(
+      "Prints gnio's version, build, GPUs, configuration variables and, when run under\n"
+      "a launcher (gnio-run -n N gnio-info), this rank's communicator facts.\n",
+      "gnio-info");
+  app.get_formatter()->column_width(20);
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.add_flag("--json", json, "one JSON object instead of text");
+  app.add_flag("--no-comm", no_comm, "do not create a communicator even under a launcher");
+  app.add_flag("--config-markdown", config_markdown,
+               "print the GNIO_* variable table as Markdown (the source of\n"
+               "docs/guide/configuration.md) and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "gnio-info: %s (try --help)\n", e.what());
+    return 2;
   }
+  const bool with_comm = !no_comm;
   if (config_markdown) {
     std::printf(
         "# Configuration variables\n\n"
@@ -174,102 +132,77 @@ int main(int argc, char** argv) {
 
   if (json) {
     Json j;
-    j.open(nullptr, '{');
-    j.str("version", gnio::version_string());
-    j.open("build", '{');
-    j.boolean("cuda_backend", build.cuda_backend);
-    j.str("cuda_archs", build.cuda_archs);
-    j.str("build_type", build.build_type);
-    j.str("sanitizer", build.sanitizer);
-    j.str("compiler", build.compiler);
-    j.close('}');
-    j.open("backends", '[');
-    j.str(nullptr, "host");
-    if (build.cuda_backend) j.str(nullptr, "cuda");
-    j.close(']');
-    j.open("networks", '{');
-    j.str("tcp", "built in");
-    j.str("ucx", ucx);
-    j.close('}');
-    j.str("pmix_rendezvous", pmix);
-    j.open("eth", '{');
-    j.str("availability", eth_availability);
-    j.open("interfaces", '[');
-    for (const auto& i : eth_interfaces) {
-      j.open(nullptr, '{');
-      j.str("name", i.name);
-      j.num("ifindex", i.ifindex);
-      j.str("mac", i.mac);
-      j.num("mtu", i.mtu);
-      j.boolean("up", i.up);
-      j.num("rx_queues", i.rx_queues);
-      j.num("tx_queues", i.tx_queues);
-      j.str("driver", i.driver);
-      j.boolean("zero_copy_driver", i.zero_copy_driver);
-      j.close('}');
-    }
-    j.close(']');
-    j.close('}');
-    j.num("cuda_driver", cv.driver);
-    j.num("cuda_runtime", cv.runtime);
-    j.open("gpus", '[');
+    j["version"] = gnio::version_string();
+    j["build"] = {{"cuda_backend", build.cuda_backend},
+                  {"cuda_archs", build.cuda_archs},
+                  {"build_type", build.build_type},
+                  {"sanitizer", build.sanitizer},
+                  {"compiler", build.compiler}};
+    j["backends"] = Json::array({"host"});
+    if (build.cuda_backend) j["backends"].push_back("cuda");
+    j["networks"] = {{"tcp", "built in"}, {"ucx", ucx}};
+    j["pmix_rendezvous"] = pmix;
+    Json interfaces = Json::array();
+    for (const auto& i : eth_interfaces)
+      interfaces.push_back({{"name", i.name},
+                            {"ifindex", i.ifindex},
+                            {"mac", i.mac},
+                            {"mtu", i.mtu},
+                            {"up", i.up},
+                            {"rx_queues", i.rx_queues},
+                            {"tx_queues", i.tx_queues},
+                            {"driver", i.driver},
+                            {"zero_copy_driver", i.zero_copy_driver}});
+    j["eth"] = {{"availability", eth_availability}, {"interfaces", interfaces}};
+    j["cuda_driver"] = cv.driver;
+    j["cuda_runtime"] = cv.runtime;
+    j["gpus"] = Json::array();
     for (const auto& g : gpus) {
-      j.open(nullptr, '{');
-      j.num("ordinal", g.ordinal);
-      j.str("name", g.name);
-      j.str("compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor));
-      j.num("sms", g.sm_count);
-      j.num("memory_bytes", static_cast<long long>(g.total_memory));
-      j.str("pci_bus_id", g.pci_bus_id);
-      j.boolean("vmm_posix_fd", g.vmm_posix_fd);
-      j.open("peers", '[');
-      for (const auto& p : g.peers) {
-        j.open(nullptr, '{');
-        j.num("peer", p.peer);
-        j.boolean("can_access", p.can_access);
-        j.num("performance_rank", p.performance_rank);
-        j.boolean("native_atomics", p.native_atomics);
-        j.close('}');
-      }
-      j.close(']');
-      j.close('}');
+      Json peers = Json::array();
+      for (const auto& p : g.peers)
+        peers.push_back({{"peer", p.peer},
+                         {"can_access", p.can_access},
+                         {"performance_rank", p.performance_rank},
+                         {"native_atomics", p.native_atomics}});
+      j["gpus"].push_back(
+          {{"ordinal", g.ordinal},
+           {"name", g.name},
+           {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
+           {"sms", g.sm_count},
+           {"memory_bytes", g.total_memory},
+           {"pci_bus_id", g.pci_bus_id},
+           {"vmm_posix_fd", g.vmm_posix_fd},
+           {"peers", peers}});
     }
-    j.close(']');
-    j.open("config", '[');
-    for (const gnio::ConfigVar& v : gnio::config_vars()) {
-      j.open(nullptr, '{');
-      j.str("name", v.name);
-      j.str("type", gnio::to_string(v.type));
-      j.str("default", v.default_value);
-      j.str("value", gnio::config_text(v.name));
-      j.boolean("set", gnio::config_is_set(v.name));
-      j.str("description", v.description);
-      j.close('}');
-    }
-    j.close(']');
+    j["config"] = Json::array();
+    for (const gnio::ConfigVar& v : gnio::config_vars())
+      j["config"].push_back({{"name", v.name},
+                             {"type", gnio::to_string(v.type)},
+                             {"default", v.default_value},
+                             {"value", gnio::config_text(v.name)},
+                             {"set", gnio::config_is_set(v.name)},
+                             {"description", v.description}});
     if (facts.present) {
-      j.open("rank", '{');
-      j.num("rank", facts.rank);
-      j.num("size", facts.size);
-      j.num("local_rank", facts.local_rank);
-      j.num("local_size", facts.local_size);
-      j.num("node", facts.node);
-      j.num("nodes", facts.nodes);
-      j.str("node_id", facts.node_id);
-      j.str("backend", facts.backend);
-      j.num("device", facts.device);
-      j.str("device_description", facts.device_desc);
-      j.str("launcher", facts.source);
-      j.num("heap_mapped_bytes", static_cast<long long>(facts.mem.heap_mapped));
-      j.num("heap_internal_bytes", static_cast<long long>(facts.mem.heap_internal));
-      j.num("peer_mapped_bytes", static_cast<long long>(facts.mem.peer_mapped));
-      j.num("reserved_va_bytes", static_cast<long long>(facts.mem.heap_reserved_va));
-      j.close('}');
+      j["rank"] = {{"rank", facts.rank},
+                   {"size", facts.size},
+                   {"local_rank", facts.local_rank},
+                   {"local_size", facts.local_size},
+                   {"node", facts.node},
+                   {"nodes", facts.nodes},
+                   {"node_id", facts.node_id},
+                   {"backend", facts.backend},
+                   {"device", facts.device},
+                   {"device_description", facts.device_desc},
+                   {"launcher", facts.source},
+                   {"heap_mapped_bytes", facts.mem.heap_mapped},
+                   {"heap_internal_bytes", facts.mem.heap_internal},
+                   {"peer_mapped_bytes", facts.mem.peer_mapped},
+                   {"reserved_va_bytes", facts.mem.heap_reserved_va}};
     } else if (!facts.error.empty()) {
-      j.str("rank_error", facts.error);
+      j["rank_error"] = facts.error;
     }
-    j.close('}');
-    std::printf("%s\n", j.text().c_str());
+    // Compact, one line (tests and scripts grep it); bytes that are not UTF-8 become U+FFFD.
+    std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
     return facts.error.empty() ? 0 : 1;
   }
 

@@ -34,8 +34,9 @@ void print_help();
 /// What the command line asked for besides running a job.
 enum class Action { Run, Help, Version };
 
-/// Parses argv into `opt`. Options end at "--" or at the first word that is not an option, so
-/// PROG's own options are never taken for gnio-run's. Throws UsageError.
+/// Parses argv into `opt` (with CLI11). Options end at "--" or at the first word that is not an
+/// option, so PROG's own options are never taken for gnio-run's: PROG and its arguments are
+/// passed on exactly as given. Throws UsageError.
 Action parse_args(int argc, char** argv, Options* opt);
 
 }  // namespace gnio::run

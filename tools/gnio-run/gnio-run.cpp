@@ -2,10 +2,11 @@
 // prefixes their output line by line, forwards signals to them, and stops the whole job as soon
 // as one rank fails (or a --timeout passes), exiting with the first failure's status.
 //
-// It is deliberately small: the C++ standard library, POSIX/Linux calls, and gnio's base layer
-// (compiled in, see CMakeLists.txt) for the configuration table (GNIO_RUN_PREFIX, GNIO_JOB_TOKEN,
-// GNIO_NODE_ID) and logging. It never touches a GPU. One thread, one poll() loop over the ranks'
-// pipes and a signalfd, so huge outputs cannot deadlock and every wait is bounded by a deadline.
+// It is deliberately small: the C++ standard library, POSIX/Linux calls, CLI11 (header-only) for
+// the command line, and gnio's base layer (compiled in, see CMakeLists.txt) for the configuration
+// table (GNIO_RUN_PREFIX, GNIO_JOB_TOKEN, GNIO_NODE_ID) and logging. It never touches a GPU. One
+// thread, one poll() loop over the ranks' pipes and a signalfd, so huge outputs cannot deadlock
+// and every wait is bounded by a deadline.
 //
 // The command line is in command_line.cpp, the ranks' environment in job_environment.cpp, the
 // prefixing of their output in output_stream.cpp, and the job itself (spawning in
