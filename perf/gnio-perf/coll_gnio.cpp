@@ -32,7 +32,7 @@ namespace {
 
 int run_coll(CommonOptions& common, int argc, char** argv, int first) {
   // Options first: a bad command line fails on every rank before any communicator exists.
-  const CollOptions opts = parse_coll_options(common, argc, argv, first);
+  const CollOptions opts = parse_coll_options(argc, argv, first);
   CollBench bench(common, opts);
   return bench.run();
 }

@@ -126,7 +126,7 @@ void check_algo_spec(const std::string& spec) {
 
 }  // namespace
 
-CollOptions parse_coll_options(CommonOptions& common, int argc, char** argv, int first) {
+CollOptions parse_coll_options(int argc, char** argv, int first) {
   CollOptions o;
   o.colls = parse_names<CollKind>("all", "--coll", coll_names());
   o.types = {DataType::F32};
@@ -134,7 +134,6 @@ CollOptions parse_coll_options(CommonOptions& common, int argc, char** argv, int
   ArgReader reader(argc, argv, first);
   while (!reader.done()) {
     const std::string arg = reader.next();
-    if (parse_common_option(arg, reader, common)) continue;
     if (arg == "--coll") {
       o.colls = parse_names(reader.value(arg), "--coll", coll_names());
     } else if (arg == "-d" || arg == "--datatype") {

@@ -28,7 +28,7 @@ struct CollOptions {
   bool vs_nccl = false;                ///< --vs-nccl
 };
 
-CollOptions parse_coll_options(CommonOptions& common, int argc, char** argv, int first);
+CollOptions parse_coll_options(int argc, char** argv, int first);
 
 void print_coll_usage(std::FILE* out);
 

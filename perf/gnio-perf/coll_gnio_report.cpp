@@ -3,6 +3,7 @@
 // description (settings and definitions).
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,8 @@
 
 namespace gnio::perf {
 namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the order written
 
 /// nccl-tests' bus bandwidth factor: what each rank's links must carry relative to `size`.
 double busbw_factor(CollKind k, int n) {
@@ -117,25 +120,26 @@ std::string CollBench::row_json(CollKind k, DataType t, std::optional<RedOp> op,
   const Side& n = p.nccl[in_place];
   const double algbw = g.time_us > 0 ? static_cast<double>(p.bytes) / (g.time_us * 1e3) : 0;
   const bool rooted = k == CollKind::Broadcast || k == CollKind::Reduce;
-  std::string o =
-      "{\"coll\": " + json_quote(to_string(k)) + ", \"type\": " + json_quote(to_string(t)) +
-      ", \"op\": " + (op ? json_quote(to_string(*op)) : "null") +
-      ", \"root\": " + std::to_string(rooted ? opts_.root : -1) +
-      ", \"inplace\": " + std::to_string(in_place) + ", \"algo\": " + json_quote(p.algo) +
-      ", \"bytes\": " + std::to_string(p.bytes) + ", \"count\": " + std::to_string(p.count) +
-      ", \"iters\": " + std::to_string(g.iters) + ", \"time_us\": " + json_number(g.time_us) +
-      ", \"min_us\": " + json_number(g.min_us) + ", \"max_us\": " + json_number(g.max_us) +
-      ", \"algbw\": " + json_number(algbw) +
-      ", \"busbw\": " + json_number(algbw * busbw_factor(k, comm_.size())) +
-      ", \"wrong\": " + (g.checked ? std::to_string(g.wrong) : "null");
-  if (n.ran) {
-    o += ", \"nccl_time_us\": " + json_number(n.time_us) +
-         ", \"ratio\": " + json_number(g.time_us > 0 ? n.time_us / g.time_us : 0) +
-         ", \"nccl_wrong\": " + (n.checked ? std::to_string(n.wrong) : "null");
-  } else {
-    o += ", \"nccl_time_us\": null, \"ratio\": null, \"nccl_wrong\": null";
-  }
-  return o + "}";
+  const Json null;
+  Json o = {{"coll", to_string(k)},
+            {"type", to_string(t)},
+            {"op", op ? Json(to_string(*op)) : null},
+            {"root", rooted ? opts_.root : -1},
+            {"inplace", in_place},
+            {"algo", p.algo},
+            {"bytes", p.bytes},
+            {"count", p.count},
+            {"iters", g.iters},
+            {"time_us", table_digits(g.time_us)},
+            {"min_us", table_digits(g.min_us)},
+            {"max_us", table_digits(g.max_us)},
+            {"algbw", table_digits(algbw)},
+            {"busbw", table_digits(algbw * busbw_factor(k, comm_.size()))},
+            {"wrong", g.checked ? Json(g.wrong) : null}};
+  o["nccl_time_us"] = n.ran ? Json(table_digits(n.time_us)) : null;
+  o["ratio"] = n.ran ? Json(table_digits(g.time_us > 0 ? n.time_us / g.time_us : 0)) : null;
+  o["nccl_wrong"] = n.ran && n.checked ? Json(n.wrong) : null;
+  return o.dump();
 }
 
 RunInfo CollBench::run_info() const {

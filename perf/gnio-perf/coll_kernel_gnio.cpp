@@ -23,14 +23,14 @@
 #include <string>
 #include <vector>
 
-#include "harness/driver.hpp"
-#include "harness/event_timer.hpp"
 #include "gnio/bootstrap.hpp"
 #include "gnio/coll.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/device.hpp"
 #include "gnio/launch.hpp"
 #include "gnio/stream.hpp"
+#include "harness/driver.hpp"
+#include "harness/event_timer.hpp"
 #include "harness/report.hpp"
 #include "run_info_gnio.hpp"
 
@@ -301,7 +301,6 @@ int run_coll_kernel(CommonOptions& common, int argc, char** argv, int first) {
   ArgReader reader(argc, argv, first);
   while (!reader.done()) {
     const std::string arg = reader.next();
-    if (parse_common_option(arg, reader, common)) continue;
     if (arg == "--algo") {
       opts.algo = parse_algo(reader.value(arg));
     } else if (arg == "--coop") {

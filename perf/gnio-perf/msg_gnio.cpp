@@ -23,14 +23,14 @@
 #include <string>
 #include <vector>
 
-#include "harness/driver.hpp"
-#include "harness/event_timer.hpp"
 #include "gnio/bootstrap.hpp"
 #include "gnio/channel.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/device.hpp"
 #include "gnio/launch.hpp"
 #include "gnio/stream.hpp"
+#include "harness/driver.hpp"
+#include "harness/event_timer.hpp"
 #include "harness/report.hpp"
 #include "run_info_gnio.hpp"
 
@@ -370,7 +370,6 @@ int run_msg(CommonOptions& common, int argc, char** argv, int first) {
   ArgReader reader(argc, argv, first);
   while (!reader.done()) {
     const std::string arg = reader.next();
-    if (parse_common_option(arg, reader, common)) continue;
     if (arg == "--mode") {
       const std::string list = reader.value(arg) + ",";
       opts.lat = opts.bw = opts.rate = false;

@@ -25,13 +25,13 @@
 #include <string>
 #include <vector>
 
-#include "harness/driver.hpp"
-#include "harness/event_timer.hpp"
 #include "gnio/bootstrap.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/device.hpp"
 #include "gnio/launch.hpp"
 #include "gnio/stream.hpp"
+#include "harness/driver.hpp"
+#include "harness/event_timer.hpp"
 #include "harness/report.hpp"
 #include "run_info_gnio.hpp"
 
@@ -298,7 +298,6 @@ int run_msgrate(CommonOptions& common, int argc, char** argv, int first) {
   ArgReader reader(argc, argv, first);
   while (!reader.done()) {
     const std::string arg = reader.next();
-    if (parse_common_option(arg, reader, common)) continue;
     if (arg == "--op") {
       const std::string o = reader.value(arg);
       if (o == "put_signal")

@@ -5,12 +5,12 @@
 #include <memory>
 #include <vector>
 
-#include "harness/driver.hpp"
-#include "harness/event_timer.hpp"
 #include "gnio/comm.hpp"
 #include "gnio/version.hpp"
-#include "rma_gnio_kernels.hpp"
+#include "harness/driver.hpp"
+#include "harness/event_timer.hpp"
 #include "harness/rma_suite.hpp"
+#include "rma_gnio_kernels.hpp"
 
 namespace gnio::perf {
 namespace {
@@ -161,7 +161,7 @@ class GnioRma final : public RmaLibrary {
 
 int run_rma(CommonOptions& common, int argc, char** argv, int first) {
   // Options first: a bad command line fails on every rank before any communicator exists.
-  const RmaOptions opts = parse_rma_options(common, argc, argv, first);
+  const RmaOptions opts = parse_rma_options(argc, argv, first);
   GnioRma lib;
   return run_rma_suite(lib, common, opts);
 }

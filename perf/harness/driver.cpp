@@ -1,5 +1,6 @@
 #include "driver.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -24,16 +25,79 @@ const Subcommand* find_subcommand(const std::string& name) {
 }
 
 void print_usage(std::FILE* out, const std::string& program, const char* description) {
-  std::fprintf(out, "%s: %s\n\nusage: %s SUBCOMMAND [options]\n\nsubcommands:\n", program.c_str(),
+  std::fprintf(out, "%s: %s\n\nUsage: %s SUBCOMMAND [OPTIONS]\n\nSubcommands:\n", program.c_str(),
                description, program.c_str());
-  for (const Subcommand& s : registry()) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
-  std::fprintf(out, "\nRun it with 2 ranks: gnio-run -n 2 -- %s SUBCOMMAND [options]\n\n",
-               program.c_str());
-  print_common_usage(out);
-  for (const Subcommand& s : registry()) {
-    std::fprintf(out, "\n%s options:\n", s.name);
-    s.usage(out);
-  }
+  for (const Subcommand& s : registry()) std::fprintf(out, "  %-12s %s\n", s.name, s.summary);
+  std::fprintf(out,
+               "\nRun it with 2 ranks: gnio-run -n 2 -- %s SUBCOMMAND [OPTIONS]\n"
+               "Every subcommand's options: %s SUBCOMMAND --help\n",
+               program.c_str(), program.c_str());
+}
+
+/// What `usage` prints, as a string (the subcommand's options, for CLI11's help footer).
+std::string captured(void (*usage)(std::FILE*)) {
+  char* text = nullptr;
+  std::size_t size = 0;
+  std::FILE* f = open_memstream(&text, &size);
+  if (!f) return {};
+  usage(f);
+  std::fclose(f);
+  std::string s(text, size);
+  std::free(text);
+  return s;
+}
+
+/// The options every subcommand takes, parsed by CLI11 into `opts`. A subcommand's own options
+/// are left over (allow_extras), in order, for its parser.
+void add_common_options(CLI::App& app, CommonOptions& opts) {
+  app.allow_extras();
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_help_flag("-h,--help", "this help");
+  app.add_option_function<std::string>(
+         "-b,--minbytes",
+         [&opts](const std::string& v) { opts.min_bytes = parse_size(v, "-b (smallest message)"); },
+         "smallest message (K, M, G suffixes: powers of 1024)")
+      ->type_name("SIZE");
+  app.add_option_function<std::string>(
+         "-e,--maxbytes",
+         [&opts](const std::string& v) { opts.max_bytes = parse_size(v, "-e (largest message)"); },
+         "largest message")
+      ->type_name("SIZE");
+  app.add_option_function<std::string>(
+         "-f,--stepfactor",
+         [&opts](const std::string& v) {
+           opts.factor = parse_count(v, "-f (size factor)", 1u << 20);
+           if (*opts.factor < 2) throw UsageError{"-f (size factor) must be at least 2"};
+         },
+         "multiply the size by FACTOR from one step to the next (>= 2)")
+      ->type_name("FACTOR");
+  app.add_option_function<std::string>(
+         "-n,--iters",
+         [&opts](const std::string& v) {
+           opts.iters = static_cast<std::uint32_t>(parse_count(v, "-n (iterations)", 1u << 30));
+           if (*opts.iters == 0) throw UsageError{"-n (iterations) must be at least 1"};
+         },
+         "operations per timed launch for small messages; large ones use\n"
+         "fewer (see the subcommand's options)")
+      ->type_name("ITERS");
+  app.add_option_function<std::string>(
+         "-w,--warmup_iters,--warmup",
+         [&opts](const std::string& v) {
+           opts.warmup =
+               static_cast<std::uint32_t>(parse_count(v, "-w (warm-up iterations)", 1u << 30));
+         },
+         "operations of the untimed warm-up launch before each size")
+      ->type_name("WARMUP");
+  app.add_option_function<std::string>(
+         "--json",
+         [&opts](const std::string& v) {
+           if (v.empty()) throw UsageError{"--json needs a file name"};
+           opts.json_path = v;
+         },
+         "also write every row and the run's metadata as JSON (rank 0)")
+      ->type_name("FILE");
+  app.add_flag("--quick", opts.quick,
+               "a short run: few sizes, few iterations (README quick start)");
 }
 
 }  // namespace
@@ -108,46 +172,6 @@ std::string format_size(std::uint64_t bytes) {
   return std::to_string(v) + kUnits[u];
 }
 
-bool parse_common_option(const std::string& arg, ArgReader& reader, CommonOptions& opts) {
-  if (arg == "-b" || arg == "--minbytes") {
-    opts.min_bytes = parse_size(reader.value(arg), "-b (smallest message)");
-  } else if (arg == "-e" || arg == "--maxbytes") {
-    opts.max_bytes = parse_size(reader.value(arg), "-e (largest message)");
-  } else if (arg == "-f" || arg == "--stepfactor") {
-    opts.factor = parse_count(reader.value(arg), "-f (size factor)", 1u << 20);
-    if (*opts.factor < 2) throw UsageError{"-f (size factor) must be at least 2"};
-  } else if (arg == "-n" || arg == "--iters") {
-    opts.iters =
-        static_cast<std::uint32_t>(parse_count(reader.value(arg), "-n (iterations)", 1u << 30));
-    if (*opts.iters == 0) throw UsageError{"-n (iterations) must be at least 1"};
-  } else if (arg == "-w" || arg == "--warmup_iters" || arg == "--warmup") {
-    opts.warmup = static_cast<std::uint32_t>(
-        parse_count(reader.value(arg), "-w (warm-up iterations)", 1u << 30));
-  } else if (arg == "--json") {
-    opts.json_path = reader.value(arg);
-    if (opts.json_path.empty()) throw UsageError{"--json needs a file name"};
-  } else if (arg == "--quick") {
-    opts.quick = true;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-void print_common_usage(std::FILE* out) {
-  std::fprintf(out,
-               "common options:\n"
-               "  -b SIZE        smallest message (K, M, G suffixes: powers of 1024)\n"
-               "  -e SIZE        largest message\n"
-               "  -f FACTOR      multiply the size by FACTOR from one step to the next (>= 2)\n"
-               "  -n ITERS       operations per timed launch for small messages; large ones use\n"
-               "                 fewer (see --help of the subcommand)\n"
-               "  -w WARMUP      operations of the untimed warm-up launch before each size\n"
-               "  --json FILE    also write every row and the run's metadata as JSON (rank 0)\n"
-               "  --quick        a short run: few sizes, few iterations (README quick start)\n"
-               "  -h, --help     this help\n");
-}
-
 int driver_main(int argc, char** argv, const char* description) {
   CommonOptions common;
   const char* slash = std::strrchr(argv[0], '/');
@@ -166,18 +190,27 @@ int driver_main(int argc, char** argv, const char* description) {
                  common.program.c_str(), argv[1], common.program.c_str());
     return kExitUsage;
   }
-  for (int i = 2; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
-      std::printf("usage: %s %s [options]\n%s\n\n", common.program.c_str(), sub->name,
-                  sub->summary);
-      print_common_usage(stdout);
-      std::printf("\n%s options:\n", sub->name);
-      sub->usage(stdout);
-      return 0;
-    }
-  }
+  // The common options through CLI11; what it leaves, the subcommand's own options, goes to the
+  // subcommand's parser unchanged.
+  CLI::App app(std::string(sub->summary) + "\n", common.program + " " + sub->name);
+  app.get_formatter()->column_width(22);
+  add_common_options(app, common);
+  app.footer(std::string(sub->name) + " options:\n" + captured(sub->usage));
+  std::vector<std::string> rest;
   try {
-    return sub->run(common, argc, argv, 2);
+    try {
+      app.parse(argc - 1, argv + 1);  // argv[1], the subcommand, stands for the program name
+    } catch (const CLI::CallForHelp&) {
+      std::printf("%s", app.help().c_str());
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      throw UsageError{e.what()};
+    }
+    rest = app.remaining();
+    std::vector<char*> args{argv[0], argv[1]};
+    for (std::string& a : rest) args.push_back(a.data());
+    args.push_back(nullptr);
+    return sub->run(common, static_cast<int>(args.size()) - 1, args.data(), 2);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "%s %s: %s (see '%s %s --help')\n", common.program.c_str(), sub->name,
                  e.message.c_str(), common.program.c_str(), sub->name);

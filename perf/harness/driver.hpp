@@ -1,5 +1,7 @@
 // The benchmark driver shared by gnio-perf and nvshmem-perf: subcommands, the options every
-// subcommand takes (nccl-tests style), and their parsing.
+// subcommand takes (nccl-tests style), and their parsing. The driver parses the common options
+// and prints the help with CLI11 (driver.cpp only: the subcommands' sources, some compiled by
+// nvcc, never include it); each subcommand parses what is left, its own options, with ArgReader.
 //
 //   PROGRAM SUBCOMMAND [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [--json FILE]
 //                      [--quick] [subcommand options...]
@@ -73,19 +75,15 @@ std::string format_size(std::uint64_t bytes);
 /// The sizes of a sweep from `lo` to at most `hi`, multiplying by `factor` (>= 2) each step.
 std::vector<std::uint64_t> size_steps(std::uint64_t lo, std::uint64_t hi, std::uint64_t factor);
 
-/// If `arg` is a common option, consumes its value from `reader` into `opts` and returns true.
-bool parse_common_option(const std::string& arg, ArgReader& reader, CommonOptions& opts);
-/// Prints the common options' help.
-void print_common_usage(std::FILE* out);
-
 /// One subcommand of a benchmark program.
 struct Subcommand {
   const char* name;     ///< the word after the program name ("rma")
   const char* summary;  ///< one line for the program's help
   /// Prints the subcommand's own options (after the common ones).
   void (*usage)(std::FILE* out);
-  /// Parses its arguments (argv[first..]) and runs; returns the exit status. Throws UsageError
-  /// for a bad command line and gnio::Error (or std::exception) for failures.
+  /// Parses its own arguments (argv[first..]: what the common options left, in order) and runs;
+  /// returns the exit status. Throws UsageError for a bad command line and gnio::Error (or
+  /// std::exception) for failures.
   int (*run)(CommonOptions& common, int argc, char** argv, int first);
 };
 

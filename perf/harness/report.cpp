@@ -5,37 +5,48 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace gnio::perf {
-std::string json_quote(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': q += "\\\""; break;
-      case '\\': q += "\\\\"; break;
-      case '\n': q += "\\n"; break;
-      case '\t': q += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          q += buf;
-        } else {
-          q += c;
-        }
-    }
-  }
-  return q + "\"";
+namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the order written
+
+/// One value of the file: compact, bytes that are not UTF-8 replaced (U+FFFD).
+std::string dump(const Json& v) {
+  return v.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
+/// The file's layout: one top-level key per line and one element per line in arrays of objects
+/// (the rows), so that files stay readable and diff by row.
+std::string layout(const Json& doc) {
+  std::string out = "{\n";
+  std::size_t left = doc.size();
+  for (const auto& [key, value] : doc.items()) {
+    out += "  " + dump(key) + ": ";
+    if (value.is_array() && !value.empty() && value.front().is_object()) {
+      for (std::size_t i = 0; i < value.size(); ++i)
+        out += (i ? ",\n    " : "[\n    ") + dump(value[i]);
+      out += "\n  ]";
+    } else {
+      out += dump(value);
+    }
+    out += --left ? ",\n" : "\n";
+  }
+  return out + "}\n";
+}
+
+}  // namespace
+
+double table_digits(double v) {
+  if (!std::isfinite(v)) return v;
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
+  return std::strtod(buf, nullptr);
 }
 
 Stats stats_of(std::vector<double>& v) {
@@ -86,45 +97,42 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
   std::vector<std::string> objects;
   objects.reserve(rows.size());
   for (const Row& r : rows)
-    objects.push_back(
-        "{\"op\": " + json_quote(r.op) + ", \"scope\": " + json_quote(r.scope) +
-        ", \"mode\": " + json_quote(r.mode) + ", \"bytes\": " + std::to_string(r.bytes) +
-        ", \"iters\": " + std::to_string(r.iters) + ", \"median_us\": " + json_number(r.median_us) +
-        ", \"min_us\": " + json_number(r.min_us) + ", \"max_us\": " + json_number(r.max_us) +
-        ", \"gbps\": " + json_number(r.gbps) + ", \"wrong\": " + std::to_string(r.wrong) + "}");
+    objects.push_back(dump(Json{{"op", r.op},
+                                {"scope", r.scope},
+                                {"mode", r.mode},
+                                {"bytes", r.bytes},
+                                {"iters", r.iters},
+                                {"median_us", table_digits(r.median_us)},
+                                {"min_us", table_digits(r.min_us)},
+                                {"max_us", table_digits(r.max_us)},
+                                {"gbps", table_digits(r.gbps)},
+                                {"wrong", r.wrong}}));
   write_json_rows(path, info, objects);
 }
 
 void write_json_rows(const std::string& path, const RunInfo& info,
                      const std::vector<std::string>& rows) {
-  std::string out = "{\n";
-  auto field = [&](const char* key, const std::string& json_value, bool last = false) {
-    out += "  " + json_quote(key) + ": " + json_value + (last ? "\n" : ",\n");
+  auto object = [](const std::vector<std::pair<std::string, std::string>>& kv) {
+    Json o = Json::object();
+    for (const auto& [key, value] : kv) o[key] = value;
+    return o;
   };
-  field("schema", json_quote("gnio-perf/1"));
-  field("library", json_quote(info.library));
-  field("subcommand", json_quote(info.subcommand));
-  field("version", json_quote(info.version));
-  field("date", json_quote(utc_timestamp()));
-  field("host", json_quote(host_name()));
-  field("backend", json_quote(info.backend));
-  field("device", json_quote(info.device));
-  field("ranks", std::to_string(info.ranks));
-  field("command", json_quote(info.command));
-  field("timing", json_quote(info.timing));
-  auto object = [&](const std::vector<std::pair<std::string, std::string>>& kv) {
-    std::string o = "{";
-    for (std::size_t i = 0; i < kv.size(); ++i)
-      o += (i ? ", " : "") + json_quote(kv[i].first) + ": " + json_quote(kv[i].second);
-    return o + "}";
-  };
-  field("settings", object(info.settings));
-  field("definitions", object(info.definitions));
-  std::string list = "[";
-  for (std::size_t i = 0; i < rows.size(); ++i) list += (i ? ",\n    " : "\n    ") + rows[i];
-  list += rows.empty() ? "]" : "\n  ]";
-  field("rows", list, true);
-  out += "}\n";
+  Json doc = {{"schema", "gnio-perf/1"},
+              {"library", info.library},
+              {"subcommand", info.subcommand},
+              {"version", info.version},
+              {"date", utc_timestamp()},
+              {"host", host_name()},
+              {"backend", info.backend},
+              {"device", info.device},
+              {"ranks", info.ranks},
+              {"command", info.command},
+              {"timing", info.timing},
+              {"settings", object(info.settings)},
+              {"definitions", object(info.definitions)},
+              {"rows", Json::array()}};
+  for (const std::string& row : rows) doc["rows"].push_back(Json::parse(row));
+  const std::string out = layout(doc);
 
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");

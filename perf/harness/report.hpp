@@ -75,14 +75,13 @@ std::string utc_timestamp();
 /// This machine's host name.
 std::string host_name();
 
-/// `s` as a JSON string literal (quoted and escaped).
-std::string json_quote(const std::string& s);
-/// `v` as a JSON number with enough digits for what the tables show; null for NaN and infinity
-/// (JSON has neither).
-std::string json_number(double v);
+/// `v` rounded to the 6 significant digits a figure keeps in the JSON file (enough for what the
+/// tables show). NaN and infinity stay as they are: the file has null for them (JSON has neither).
+double table_digits(double v);
 
-/// Writes `info` and `rows` (each one complete JSON object) as JSON to `path`, atomically (a
-/// temporary file renamed into place). Throws std::runtime_error naming the file on failure.
+/// Writes `info` and `rows` (each one complete JSON object, as text) as JSON to `path`,
+/// atomically (a temporary file renamed into place). Throws std::runtime_error naming the file on
+/// failure. The JSON is nlohmann-json's.
 void write_json_rows(const std::string& path, const RunInfo& info,
                      const std::vector<std::string>& rows);
 /// Writes `rows` and `info` as JSON to `path` (atomically: a temporary file renamed into place).

@@ -491,7 +491,7 @@ void parse_list(const std::string& text, const char* option,
 
 }  // namespace
 
-RmaOptions parse_rma_options(CommonOptions& common, int argc, char** argv, int first) {
+RmaOptions parse_rma_options(int argc, char** argv, int first) {
   static const std::pair<const char*, std::vector<RmaOp>> kOps[] = {
       {"put", {RmaOp::Put}},
       {"get", {RmaOp::Get}},
@@ -517,7 +517,6 @@ RmaOptions parse_rma_options(CommonOptions& common, int argc, char** argv, int f
   ArgReader reader(argc, argv, first);
   while (!reader.done()) {
     const std::string arg = reader.next();
-    if (parse_common_option(arg, reader, common)) continue;
     if (arg == "--op") {
       parse_list(reader.value(arg), "--op", kOps, o.ops);
     } else if (arg == "--scope") {

@@ -121,8 +121,9 @@ struct RmaOptions {
   std::uint64_t lat_max = 0;  ///< --lat-max (0: default 1M)
 };
 
-/// Parses the rma subcommand's options (common ones included). Throws UsageError.
-RmaOptions parse_rma_options(CommonOptions& common, int argc, char** argv, int first);
+/// Parses the rma subcommand's own options (the driver parsed the common ones). Throws
+/// UsageError.
+RmaOptions parse_rma_options(int argc, char** argv, int first);
 /// Prints the rma subcommand's own options.
 void print_rma_usage(std::FILE* out);
 

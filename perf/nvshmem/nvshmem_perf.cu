@@ -238,7 +238,7 @@ class NvshmemRma final : public RmaLibrary {
 };
 
 int run_rma(CommonOptions& common, int argc, char** argv, int first) {
-  const RmaOptions opts = parse_rma_options(common, argc, argv, first);
+  const RmaOptions opts = parse_rma_options(argc, argv, first);
   NvshmemRma lib;
   return run_rma_suite(lib, common, opts);
 }
