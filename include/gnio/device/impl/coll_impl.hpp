@@ -25,6 +25,17 @@ GNIO_HD void self_exec(CollCall<Coop>& c) {
   }
 }
 
+/// ring_exec on a copy of the call. The ring's steps are out of line and take the call's
+/// address, which would keep the call in local memory on every path of the kernel (the LL and
+/// direct algorithms then reload its status from there after each wait); the copy keeps that to
+/// the ring's own path.
+template <class Coop, class T, class Ops>
+GNIO_HD void ring_exec_apart(CollCall<Coop>& c) {
+  CollCall<Coop> ring = c;
+  ring_exec<Coop, T, Ops>(ring);
+  c.st = ring.st;
+}
+
 /// End of a call on this worker: the last worker stores the new epochs and tells every peer this
 /// rank is done with the call (the LL credit).
 template <class Coop>
@@ -145,7 +156,7 @@ GNIO_HD Status CollComm::run_algo(const detail::CollArgs& args, unsigned w, unsi
           detail::direct_exec<Coop, T, Ops, false>(c);
         break;
       case CollAlgo::TwoShot: detail::direct_exec<Coop, T, Ops, true>(c); break;
-      default: detail::ring_exec<Coop, T, Ops>(c); break;
+      default: detail::ring_exec_apart<Coop, T, Ops>(c); break;
     }
   } else if constexpr (kAlgo == CollAlgo::LL) {
     detail::ll_exec<Coop, T, Ops>(c);
@@ -157,7 +168,7 @@ GNIO_HD Status CollComm::run_algo(const detail::CollArgs& args, unsigned w, unsi
   } else if constexpr (kAlgo == CollAlgo::TwoShot) {
     detail::direct_exec<Coop, T, Ops, true>(c);
   } else {
-    detail::ring_exec<Coop, T, Ops>(c);
+    detail::ring_exec_apart<Coop, T, Ops>(c);
   }
   detail::finish(c);
   return c.st;
