@@ -22,6 +22,13 @@
 #define GNIO_ON_DEVICE 0
 #endif
 
+// Unrolls the loop that follows in device code, so that its loads are issued together.
+#if GNIO_ON_DEVICE
+#define GNIO_UNROLL _Pragma("unroll")
+#else
+#define GNIO_UNROLL
+#endif
+
 // Defined in a ThreadSanitizer build (gcc's and clang's spellings), where host code tells the
 // sanitizer what it cannot see (fences, the order a socket gives between processes).
 #if defined(__SANITIZE_THREAD__)

@@ -13,12 +13,6 @@
 #include "gnio/device/coll_types.hpp"
 #include "gnio/device/macros.hpp"
 
-#if GNIO_ON_DEVICE
-#define GNIO_UNROLL _Pragma("unroll")
-#else
-#define GNIO_UNROLL
-#endif
-
 namespace gnio::detail {
 
 /// 16 bytes of data: the unit every collective moves and reduces.
