@@ -29,11 +29,19 @@ struct ChannelOptions {
                                        ///< rounded up to a power of two)
   std::size_t max_message = 64 << 10;  ///< bytes per slot (1 B..1 GiB); larger messages take
                                        ///< several slots
+  /// ll_max's default: kPacketsOnGpu bytes on the cuda backend, kPacketsOnHost on the host
+  /// backend, whose CPU threads move a cell per atomic: there a copy through the ring costs less
+  /// beyond a few cells (8 B-4 KiB messages, 2 ranks on 2 cores, 2026-12-06: packets are faster
+  /// up to 64 B and 4x slower at 4 KiB).
+  static constexpr std::size_t kPacketsAuto = ~std::size_t{0};
+  static constexpr std::size_t kPacketsOnGpu = 16 << 10;
+  static constexpr std::size_t kPacketsOnHost = 64;
   /// Messages (and the last slot of larger ones) of at most this many bytes to peers on this
   /// node travel as low-latency packets: 4 data bytes per 8-byte store, no fence (twice the
   /// bytes stored, about one fence less per message). 0..1 MiB, at most max_message (larger
-  /// values are cut to it); 0: never. Costs 2 x ll_max bytes per slot.
-  std::size_t ll_max = 16 << 10;
+  /// values are cut to it); 0: never; kPacketsAuto: by backend (above). Costs 2 x ll_max bytes
+  /// per slot.
+  std::size_t ll_max = kPacketsAuto;
 };
 
 /// A set of channels between every pair of ranks (and each rank and itself), in the symmetric

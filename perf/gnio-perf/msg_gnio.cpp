@@ -156,7 +156,7 @@ void print_usage(std::FILE* out) {
                "  --depth N          slots per channel (default 4)\n"
                "  --slot SIZE        bytes per slot (default: GPU 1M, host 256K)\n"
                "  --ll-max SIZE      largest message sent as low-latency packets over peer\n"
-               "                     memory (default 16K; 0: none)\n"
+               "                     memory (default: GPU 16K, host 64; 0: none)\n"
                "  --channels N       channels (blocks per side) of the rate mode (default: GPU "
                "32, host 2)\n"
                "  --reps N           timed kernels per point (default 5)\n"

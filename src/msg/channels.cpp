@@ -48,8 +48,8 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
   GNIO_REQUIRE(o.depth >= 1 && o.depth <= 4096, "Channels: depth=%u is outside 1..4096", o.depth);
   GNIO_REQUIRE(o.max_message >= 1 && o.max_message <= (std::size_t{1} << 30),
                "Channels: max_message=%zu is outside 1 B..1 GiB", o.max_message);
-  GNIO_REQUIRE(o.ll_max <= (std::size_t{1} << 20), "Channels: ll_max=%zu is outside 0..1 MiB",
-               o.ll_max);
+  GNIO_REQUIRE(o.ll_max == ChannelOptions::kPacketsAuto || o.ll_max <= (std::size_t{1} << 20),
+               "Channels: ll_max=%zu is outside 0..1 MiB", o.ll_max);
   // Every rank must build the same layout: compare the options before allocating anything.
   const std::array<std::uint64_t, 4> mine = {static_cast<std::uint64_t>(o.tags), o.depth,
                                              o.max_message, o.ll_max};
@@ -73,7 +73,10 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
   const std::uint32_t depth = std::bit_ceil(o.depth);
   const std::uint64_t slots = pairs * depth;
   const std::uint64_t slot_bytes = round_up(o.max_message, 256);
-  const std::uint64_t ll_max = std::min<std::uint64_t>(o.ll_max, o.max_message);
+  const std::uint64_t ll_asked = o.ll_max != ChannelOptions::kPacketsAuto ? o.ll_max
+                                 : comm.backend() == Backend::Cuda ? ChannelOptions::kPacketsOnGpu
+                                                                   : ChannelOptions::kPacketsOnHost;
+  const std::uint64_t ll_max = std::min<std::uint64_t>(ll_asked, o.max_message);
   const std::uint64_t ll_cells = (ll_max + 3) / 4;
   // Counters and packet cells first (cleared together: a cell from before must never carry a
   // sequence number in use), then the rings.
