@@ -30,18 +30,16 @@
 namespace gnio::perf {
 namespace {
 
-int run_coll(CommonOptions& common, int argc, char** argv, int first) {
-  // Options first: a bad command line fails on every rank before any communicator exists.
-  const CollOptions opts = parse_coll_options(argc, argv, first);
+int run_coll(CommonOptions& common, const CollOptions& opts) {
   CollBench bench(common, opts);
   return bench.run();
 }
 
-const SubcommandRegistrar kRegisterColl({"coll",
-                                         "collectives (allreduce, reduce_scatter, allgather, "
-                                         "broadcast, reduce, alltoall(v)) over all ranks, "
-                                         "nccl-tests style; --vs-nccl beside NCCL",
-                                         print_coll_usage, run_coll});
+const SubcommandRegistrar kRegisterColl(make_subcommand<CollOptions>(
+    "coll",
+    "collectives (allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall(v)) over all "
+    "ranks, nccl-tests style; --vs-nccl beside NCCL",
+    add_coll_options, run_coll));
 
 }  // namespace
 }  // namespace gnio::perf

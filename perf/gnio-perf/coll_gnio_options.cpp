@@ -1,48 +1,15 @@
-// gnio-perf coll's command line (coll_gnio_options.hpp).
+// gnio-perf coll's command line (coll_gnio_options.hpp). Plain C++: CLI11 (harness/cli_options.hpp)
+// stays out of the sources nvcc compiles.
 #include "coll_gnio_options.hpp"
 
-#include <algorithm>
-#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "harness/cli_options.hpp"
 #include "harness/coll_data.hpp"
 
 namespace gnio::perf {
 namespace {
-
-// ---- names ----
-
-template <class T>
-struct Named {
-  const char* name;
-  std::vector<T> values;
-};
-
-/// Parses a comma-separated list of names into values (duplicates dropped, order kept).
-template <class T>
-std::vector<T> parse_names(const std::string& text, const char* option,
-                           const std::vector<Named<T>>& names) {
-  std::vector<T> out;
-  std::size_t pos = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', pos);
-    const std::string word =
-        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    const auto it =
-        std::find_if(names.begin(), names.end(), [&](const Named<T>& n) { return word == n.name; });
-    if (it == names.end()) {
-      std::string choices;
-      for (const Named<T>& n : names) choices += std::string(choices.empty() ? "" : "|") + n.name;
-      throw UsageError{std::string(option) + ": '" + word + "' is not one of " + choices};
-    }
-    for (T v : it->values)
-      if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
 
 const std::vector<Named<CollKind>>& coll_names() {
   static const std::vector<Named<CollKind>> names = [] {
@@ -126,73 +93,51 @@ void check_algo_spec(const std::string& spec) {
 
 }  // namespace
 
-CollOptions parse_coll_options(int argc, char** argv, int first) {
-  CollOptions o;
+void add_coll_options(CLI::App& app, CollOptions& o) {
   o.colls = parse_names<CollKind>("all", "--coll", coll_names());
   o.types = {DataType::F32};
   o.ops = {RedOp::Sum};
-  ArgReader reader(argc, argv, first);
-  while (!reader.done()) {
-    const std::string arg = reader.next();
-    if (arg == "--coll") {
-      o.colls = parse_names(reader.value(arg), "--coll", coll_names());
-    } else if (arg == "-d" || arg == "--datatype") {
-      o.types = parse_names(reader.value(arg), "-d (type)", type_names());
-    } else if (arg == "-o" || arg == "--op") {
-      o.ops = parse_names(reader.value(arg), "-o (operator)", op_names());
-    } else if (arg == "-c" || arg == "--check") {
-      o.check = parse_count(reader.value(arg), "-c (check)", 1) != 0;
-    } else if (arg == "-G" || arg == "--cudagraph") {
-      o.graph = static_cast<std::uint32_t>(
-          parse_count(reader.value(arg), "-G (calls per graph launch)", 1u << 20));
-    } else if (arg == "--algo") {
-      o.algo = reader.value(arg);
-      check_algo_spec(o.algo);
-    } else if (arg == "--inplace") {
-      o.inplace = static_cast<int>(parse_count(reader.value(arg), "--inplace", 2));
-    } else if (arg == "--root") {
-      o.root = static_cast<int>(parse_count(reader.value(arg), "--root", 1u << 20));
-    } else if (arg == "--reps") {
-      o.reps = static_cast<unsigned>(parse_count(reader.value(arg), "--reps", 1000));
-      if (!o.reps) throw UsageError{"--reps must be at least 1"};
-    } else if (arg == "--mem") {
-      const std::string m = reader.value(arg);
-      if (m != "sym" && m != "priv") throw UsageError{"--mem: '" + m + "' is not one of sym|priv"};
-      o.private_buffers = m == "priv";
-    } else if (arg == "--vs-nccl") {
-      o.vs_nccl = true;
-    } else {
-      throw UsageError{"unknown option '" + arg + "'"};
-    }
-  }
-  return o;
-}
-
-void print_coll_usage(std::FILE* out) {
-  std::fprintf(
-      out,
-      "  --coll LIST    allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall,\n"
-      "                 alltoallv, all [all]\n"
-      "  -d LIST        element types: f32 f16 bf16 f64 i32 i64 u8 f8e4m3 f8e5m2 (or nccl-tests'\n"
-      "                 float half bfloat16 double int32 int64 uint8), all [f32]\n"
-      "  -o LIST        operators: sum prod min max and or xor, all [sum]; bitwise ones run on\n"
-      "                 the integer types only\n"
-      "  -c 0|1         check every element of every result once per point [1]\n"
-      "  -G N           calls captured per CUDA graph launch; 0 = eager (calls enqueued one by\n"
-      "                 one) [GPU: 20 (quick: 10); host backend: 0, the only choice]\n"
-      "  --algo SPEC    auto, ll, oneshot, twoshot, ring, or a comma list of them and of\n"
-      "                 collective:algorithm pairs (as GNIO_ALGO) [GNIO_ALGO, else auto]\n"
-      "  --inplace N    0 out of place, 1 in place, 2 both [2] (alltoall(v): out of place only)\n"
-      "  --root R       root of broadcast and reduce [0]\n"
-      "  --reps N       timed measurements per point; time is their median [5]\n"
-      "  --mem sym|priv buffers in the symmetric heap (zero-copy) or private device memory\n"
-      "                 (staged through gnio's symmetric staging) [sym]\n"
-      "  --vs-nccl      also time NCCL (libnccl loaded at run time) on the same buffers: adds\n"
-      "                 nccl(us) and ratio = nccl time / gnio time (> 1: gnio faster); GPUs only\n"
-      "  LIST is comma-separated. Defaults: GPU -b 8 -e 256M -f 2 -n 20 -w 5; host backend\n"
-      "  -b 8 -e 256K -f 4 -n 5 -w 1. --quick: GPU -e 16M -f 16 -n 10 -w 2; host backend -b 64\n"
-      "  -e 16K -f 256 -n 2 -w 1 --reps 2. Large sizes run fewer calls per measurement (at most\n"
-      "  4 GiB moved on a GPU, 16 MiB on the host backend; at least 1 call).\n");
+  add_names_option(app, "--coll", "--coll", o.colls, coll_names(),
+                   "allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall,\n"
+                   "alltoallv, all [all]");
+  add_names_option(app, "-d,--datatype", "-d (type)", o.types, type_names(),
+                   "element types: f32 f16 bf16 f64 i32 i64 u8 f8e4m3 f8e5m2 (or nccl-tests'\n"
+                   "float half bfloat16 double int32 int64 uint8), all [f32]");
+  add_names_option(app, "-o,--op", "-o (operator)", o.ops, op_names(),
+                   "operators: sum prod min max and or xor, all [sum]; bitwise ones run on\n"
+                   "the integer types only");
+  add_count_option(app, "-c,--check", "-c (check)", o.check, 0, 1,
+                   "check every element of every result once per point [1]")
+      ->type_name("0|1");
+  add_count_option(app, "-G,--cudagraph", "-G (calls per graph launch)", o.graph, 0, 1u << 20,
+                   "calls captured per CUDA graph launch; 0 = eager (calls enqueued one by\n"
+                   "one) [GPU: 20 (quick: 10); host backend: 0, the only choice]");
+  app.add_option_function<std::string>(
+         "--algo",
+         [&o](const std::string& v) {
+           check_algo_spec(v);
+           o.algo = v;
+         },
+         "auto, ll, oneshot, twoshot, ring, or a comma list of them and of\n"
+         "collective:algorithm pairs (as GNIO_ALGO) [GNIO_ALGO, else auto]")
+      ->type_name("SPEC");
+  add_count_option(app, "--inplace", "--inplace", o.inplace, 0, 2,
+                   "0 out of place, 1 in place, 2 both [2] (alltoall(v): out of place only)");
+  add_count_option(app, "--root", "--root", o.root, 0, 1u << 20, "root of broadcast and reduce [0]")
+      ->type_name("R");
+  add_count_option(app, "--reps", "--reps", o.reps, 1, 1000,
+                   "timed measurements per point; time is their median [5]");
+  add_choice_option(app, "--mem", "--mem", o.private_buffers, {{"sym", {false}}, {"priv", {true}}},
+                    "buffers in the symmetric heap (zero-copy) or private device memory\n"
+                    "(staged through gnio's symmetric staging) [sym]");
+  app.add_flag("--vs-nccl", o.vs_nccl,
+               "also time NCCL (libnccl loaded at run time) on the same buffers: adds\n"
+               "nccl(us) and ratio = nccl time / gnio time (> 1: gnio faster); GPUs only");
+  app.footer(
+      "LIST is comma-separated. Defaults: GPU -b 8 -e 256M -f 2 -n 20 -w 5; host backend\n"
+      "-b 8 -e 256K -f 4 -n 5 -w 1. --quick: GPU -e 16M -f 16 -n 10 -w 2; host backend -b 64\n"
+      "-e 16K -f 256 -n 2 -w 1 --reps 2. Large sizes run fewer calls per measurement (at most\n"
+      "4 GiB moved on a GPU, 16 MiB on the host backend; at least 1 call).");
 }
 
 }  // namespace gnio::perf

@@ -1,9 +1,9 @@
 // gnio-perf coll's command line: its options (CollOptions), their parsing (names of collectives,
-// types, operators and algorithms, nccl-tests' among them) and their usage text.
+// types, operators and algorithms, nccl-tests' among them) and their help, in
+// coll_gnio_options.cpp.
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,8 +28,7 @@ struct CollOptions {
   bool vs_nccl = false;                ///< --vs-nccl
 };
 
-CollOptions parse_coll_options(int argc, char** argv, int first);
-
-void print_coll_usage(std::FILE* out);
+/// Adds coll's own options to the driver's command line, parsed into `opts`.
+void add_coll_options(CLI::App& app, CollOptions& opts);
 
 }  // namespace gnio::perf

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "coll_kernel_gnio_options.hpp"
 #include "gnio/bootstrap.hpp"
 #include "gnio/coll.hpp"
 #include "gnio/comm.hpp"
@@ -41,12 +42,6 @@ namespace {
 constexpr std::size_t kGuard = 64;
 /// What a poisoned element holds: no exact sum of the inputs is negative.
 constexpr float kPoison = -1.5f;
-
-struct KernelCollOptions {
-  CollAlgo algo = CollAlgo::Auto;
-  bool warp = false;  ///< --coop warp: one warp per rank instead of a block
-  unsigned reps = 0;  ///< --reps (0: default)
-};
 
 /// Input element i of `rank`: small integers, so every sum is exact in float32.
 float input_value(int rank, std::size_t i) {
@@ -74,15 +69,6 @@ struct AllreduceLoop {
   }
 };
 
-CollAlgo parse_algo(const std::string& text) {
-  if (text == "auto") return CollAlgo::Auto;
-  if (text == "ll") return CollAlgo::LL;
-  if (text == "oneshot") return CollAlgo::OneShot;
-  if (text == "twoshot") return CollAlgo::TwoShot;
-  if (text == "ring") return CollAlgo::Ring;
-  throw UsageError{"--algo: '" + text + "' is not one of auto|ll|oneshot|twoshot|ring"};
-}
-
 const char* algo_name(CollAlgo a) {
   switch (a) {
     case CollAlgo::LL: return "ll";
@@ -91,18 +77,6 @@ const char* algo_name(CollAlgo a) {
     case CollAlgo::Ring: return "ring";
     default: return "auto";
   }
-}
-
-void print_usage(std::FILE* out) {
-  std::fprintf(out,
-               "coll-kernel options (allreduce, float32 sum, out of place, inside one running "
-               "kernel per rank):\n"
-               "  --algo auto|ll|oneshot|twoshot|ring  algorithm of every call (default auto)\n"
-               "  --coop block|warp                the group that calls: a block of 256 threads "
-               "(default) or one warp\n"
-               "  --reps N                         timed kernels per size (default 9; --quick 3)\n"
-               "defaults: -b 8 -e 64K -f 2 -n 1000 -w 100 (GPU); host backend -e 4K -n 50 -w 5. "
-               "--quick: -e 4K -n 100 -w 10 (host: -n 10 -w 2)\n");
 }
 
 class KernelCollBench {
@@ -295,33 +269,14 @@ class KernelCollBench {
   CollComm cc_{};
 };
 
-int run_coll_kernel(CommonOptions& common, int argc, char** argv, int first) {
-  // Options first: a bad command line fails on every rank before any communicator exists.
-  KernelCollOptions opts;
-  ArgReader reader(argc, argv, first);
-  while (!reader.done()) {
-    const std::string arg = reader.next();
-    if (arg == "--algo") {
-      opts.algo = parse_algo(reader.value(arg));
-    } else if (arg == "--coop") {
-      const std::string c = reader.value(arg);
-      if (c != "block" && c != "warp") throw UsageError{"--coop: '" + c + "' is not block|warp"};
-      opts.warp = c == "warp";
-    } else if (arg == "--reps") {
-      opts.reps = static_cast<unsigned>(parse_count(reader.value(arg), "--reps", 1000));
-      if (!opts.reps) throw UsageError{"--reps must be at least 1"};
-    } else {
-      throw UsageError{"unknown option '" + arg + "'"};
-    }
-  }
+int run_coll_kernel(CommonOptions& common, const KernelCollOptions& opts) {
   KernelCollBench bench(common, opts);
   return bench.run();
 }
 
-const SubcommandRegistrar kRegisterCollKernel({"coll-kernel",
-                                               "allreduce called inside a running kernel (no "
-                                               "launch): time per call",
-                                               print_usage, run_coll_kernel});
+const SubcommandRegistrar kRegisterCollKernel(make_subcommand<KernelCollOptions>(
+    "coll-kernel", "allreduce called inside a running kernel (no launch): time per call",
+    add_coll_kernel_options, run_coll_kernel));
 
 }  // namespace
 }  // namespace gnio::perf

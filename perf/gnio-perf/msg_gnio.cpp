@@ -32,21 +32,13 @@
 #include "harness/driver.hpp"
 #include "harness/event_timer.hpp"
 #include "harness/report.hpp"
+#include "msg_gnio_options.hpp"
 #include "run_info_gnio.hpp"
 
 namespace gnio::perf {
 namespace {
 
 enum class Mode { Lat, Bw, Rate };
-
-struct MsgOptions {
-  bool lat = true, bw = true, rate = true;
-  unsigned channels = 0;                                 ///< --channels (0: default)
-  std::uint32_t depth = 4;                               ///< --depth
-  std::uint64_t slot = 0;                                ///< --slot (0: default)
-  std::uint64_t ll_max = gnio::ChannelOptions{}.ll_max;  ///< --ll-max
-  unsigned reps = 0;
-};
 
 GNIO_HD_INLINE std::uint8_t msg_byte(int rank, std::uint64_t i, std::uint32_t k) {
   return static_cast<std::uint8_t>((i * 131u + static_cast<std::uint64_t>(k) * 7u +
@@ -148,21 +140,6 @@ struct MsgKernel {
     }
   }
 };
-
-void print_usage(std::FILE* out) {
-  std::fprintf(out,
-               "msg options (2 ranks; two-sided messages beside put_signal / put):\n"
-               "  --mode LIST        lat, bw, rate (comma-separated; default all)\n"
-               "  --depth N          slots per channel (default 4)\n"
-               "  --slot SIZE        bytes per slot (default: GPU 1M, host 256K)\n"
-               "  --ll-max SIZE      largest message sent as low-latency packets over peer\n"
-               "                     memory (default: GPU 16K, host 64; 0: none)\n"
-               "  --channels N       channels (blocks per side) of the rate mode (default: GPU "
-               "32, host 2)\n"
-               "  --reps N           timed kernels per point (default 5)\n"
-               "  sizes: GPU -b 8 -e 64M -f 8, host -b 8 -e 1M -f 8; -n: iterations of small "
-               "messages (GPU 200, host 50)\n");
-}
 
 class MsgBench {
  public:
@@ -365,54 +342,16 @@ class MsgBench {
   unsigned long long* wrong_ = nullptr;
 };
 
-int run_msg(CommonOptions& common, int argc, char** argv, int first) {
-  MsgOptions opts;
-  ArgReader reader(argc, argv, first);
-  while (!reader.done()) {
-    const std::string arg = reader.next();
-    if (arg == "--mode") {
-      const std::string list = reader.value(arg) + ",";
-      opts.lat = opts.bw = opts.rate = false;
-      for (std::size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
-           at = comma + 1) {
-        const std::string m = list.substr(at, comma - at);
-        if (m == "lat")
-          opts.lat = true;
-        else if (m == "bw")
-          opts.bw = true;
-        else if (m == "rate")
-          opts.rate = true;
-        else
-          throw UsageError{"--mode: '" + m + "' is not one of lat, bw, rate"};
-      }
-    } else if (arg == "--depth") {
-      opts.depth = static_cast<std::uint32_t>(parse_count(reader.value(arg), "--depth", 4096));
-      if (!opts.depth) throw UsageError{"--depth must be at least 1"};
-    } else if (arg == "--slot") {
-      opts.slot = parse_size(reader.value(arg), "--slot");
-      if (!opts.slot || opts.slot > (std::uint64_t{1} << 30))
-        throw UsageError{"--slot must be 1 B..1 GiB"};
-    } else if (arg == "--ll-max") {
-      opts.ll_max = parse_size(reader.value(arg), "--ll-max");
-      if (opts.ll_max > (std::uint64_t{1} << 20)) throw UsageError{"--ll-max must be 0..1 MiB"};
-    } else if (arg == "--channels") {
-      opts.channels = static_cast<unsigned>(parse_count(reader.value(arg), "--channels", 1024));
-      if (!opts.channels) throw UsageError{"--channels must be at least 1"};
-    } else if (arg == "--reps") {
-      opts.reps = static_cast<unsigned>(parse_count(reader.value(arg), "--reps", 1000));
-      if (!opts.reps) throw UsageError{"--reps must be at least 1"};
-    } else {
-      throw UsageError{"unknown option '" + arg + "'"};
-    }
-  }
+int run_msg(CommonOptions& common, const MsgOptions& opts) {
   MsgBench bench(common, opts);
   return bench.run();
 }
 
-const SubcommandRegistrar kRegisterMsg({"msg",
-                                        "two-sided messages (send/recv on channels) beside "
-                                        "put_signal and put: latency, bandwidth, message rate",
-                                        print_usage, run_msg});
+const SubcommandRegistrar kRegisterMsg(make_subcommand<MsgOptions>(
+    "msg",
+    "two-sided messages (send/recv on channels) beside put_signal and put: latency, bandwidth, "
+    "message rate",
+    add_msg_options, run_msg));
 
 }  // namespace
 }  // namespace gnio::perf

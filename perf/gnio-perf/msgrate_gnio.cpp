@@ -33,6 +33,7 @@
 #include "harness/driver.hpp"
 #include "harness/event_timer.hpp"
 #include "harness/report.hpp"
+#include "msgrate_gnio_options.hpp"
 #include "run_info_gnio.hpp"
 
 namespace gnio::perf {
@@ -46,17 +47,8 @@ double process_cpu_seconds() {
   return seconds(u.ru_utime) + seconds(u.ru_stime);
 }
 
-enum class RateOp { PutSignal, Put, Signal };
-
 /// Data words per sender thread, written in turn.
 constexpr std::uint32_t kSlots = 16;
-
-struct RateOptions {
-  RateOp op = RateOp::PutSignal;
-  unsigned grid = 0;   ///< --grid (0: default)
-  unsigned block = 0;  ///< --block (0: default)
-  unsigned reps = 0;   ///< --reps (0: default)
-};
 
 const char* op_name(RateOp op) {
   switch (op) {
@@ -114,18 +106,6 @@ struct WaitKernel {
         dev::atomic_fetch_add(failures, 1u, dev::Order::Relaxed);
   }
 };
-
-void print_usage(std::FILE* out) {
-  std::fprintf(out,
-               "msgrate options (rank 0 -> rank 1, 8-byte operations from every thread of one "
-               "kernel):\n"
-               "  --op put_signal|put|signal   the operation (default put_signal)\n"
-               "  --grid G --block B           the sender's launch shape (default: GPU 132 x 256, "
-               "host 2 x 4)\n"
-               "  --reps N                     timed kernels (default 5)\n"
-               "  -n OPS                       operations per thread and kernel (default: GPU "
-               "1000, host 100; --quick 100 / 20)\n");
-}
 
 class RateBench {
  public:
@@ -292,43 +272,15 @@ class RateBench {
   std::uint32_t* failures_ = nullptr;
 };
 
-int run_msgrate(CommonOptions& common, int argc, char** argv, int first) {
-  // Options first: a bad command line fails on every rank before any communicator exists.
-  RateOptions opts;
-  ArgReader reader(argc, argv, first);
-  while (!reader.done()) {
-    const std::string arg = reader.next();
-    if (arg == "--op") {
-      const std::string o = reader.value(arg);
-      if (o == "put_signal")
-        opts.op = RateOp::PutSignal;
-      else if (o == "put")
-        opts.op = RateOp::Put;
-      else if (o == "signal")
-        opts.op = RateOp::Signal;
-      else
-        throw UsageError{"--op: '" + o + "' is not one of put_signal|put|signal"};
-    } else if (arg == "--grid") {
-      opts.grid = static_cast<unsigned>(parse_count(reader.value(arg), "--grid", 65535));
-      if (!opts.grid) throw UsageError{"--grid must be at least 1"};
-    } else if (arg == "--block") {
-      opts.block = static_cast<unsigned>(parse_count(reader.value(arg), "--block", 1024));
-      if (!opts.block) throw UsageError{"--block must be at least 1"};
-    } else if (arg == "--reps") {
-      opts.reps = static_cast<unsigned>(parse_count(reader.value(arg), "--reps", 1000));
-      if (!opts.reps) throw UsageError{"--reps must be at least 1"};
-    } else {
-      throw UsageError{"unknown option '" + arg + "'"};
-    }
-  }
+int run_msgrate(CommonOptions& common, const RateOptions& opts) {
   RateBench bench(common, opts);
   return bench.run();
 }
 
-const SubcommandRegistrar kRegisterMsgrate({"msgrate",
-                                            "8-byte operations per second from many device "
-                                            "threads to one peer (p2p or the proxy)",
-                                            print_usage, run_msgrate});
+const SubcommandRegistrar kRegisterMsgrate(make_subcommand<RateOptions>(
+    "msgrate",
+    "8-byte operations per second from many device threads to one peer (p2p or the proxy)",
+    add_msgrate_options, run_msgrate));
 
 }  // namespace
 }  // namespace gnio::perf

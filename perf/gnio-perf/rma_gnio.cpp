@@ -159,17 +159,16 @@ class GnioRma final : public RmaLibrary {
   std::unique_ptr<GnioKernelContext> ctx_;
 };
 
-int run_rma(CommonOptions& common, int argc, char** argv, int first) {
-  // Options first: a bad command line fails on every rank before any communicator exists.
-  const RmaOptions opts = parse_rma_options(argc, argv, first);
+int run_rma(CommonOptions& common, const RmaOptions& opts) {
   GnioRma lib;
   return run_rma_suite(lib, common, opts);
 }
 
-const SubcommandRegistrar kRegisterRma({"rma",
-                                        "one-sided put, get, put_signal and atomics between 2 "
-                                        "ranks: latency and bandwidth at thread/warp/block scope",
-                                        print_rma_usage, run_rma});
+const SubcommandRegistrar kRegisterRma(make_subcommand<RmaOptions>(
+    "rma",
+    "one-sided put, get, put_signal and atomics between 2 ranks: latency and bandwidth at "
+    "thread/warp/block scope",
+    add_rma_options, run_rma));
 
 }  // namespace
 }  // namespace gnio::perf

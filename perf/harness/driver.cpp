@@ -6,7 +6,9 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <utility>
 
+#include "cli_options.hpp"
 #include "gnio/config.hpp"
 #include "gnio/error.hpp"
 
@@ -34,23 +36,8 @@ void print_usage(std::FILE* out, const std::string& program, const char* descrip
                program.c_str(), program.c_str());
 }
 
-/// What `usage` prints, as a string (the subcommand's options, for CLI11's help footer).
-std::string captured(void (*usage)(std::FILE*)) {
-  char* text = nullptr;
-  std::size_t size = 0;
-  std::FILE* f = open_memstream(&text, &size);
-  if (!f) return {};
-  usage(f);
-  std::fclose(f);
-  std::string s(text, size);
-  std::free(text);
-  return s;
-}
-
-/// The options every subcommand takes, parsed by CLI11 into `opts`. A subcommand's own options
-/// are left over (allow_extras), in order, for its parser.
+/// The options every subcommand takes, parsed by CLI11 into `opts`.
 void add_common_options(CLI::App& app, CommonOptions& opts) {
-  app.allow_extras();
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_help_flag("-h,--help", "this help");
   app.add_option_function<std::string>(
@@ -63,30 +50,15 @@ void add_common_options(CLI::App& app, CommonOptions& opts) {
          [&opts](const std::string& v) { opts.max_bytes = parse_size(v, "-e (largest message)"); },
          "largest message")
       ->type_name("SIZE");
-  app.add_option_function<std::string>(
-         "-f,--stepfactor",
-         [&opts](const std::string& v) {
-           opts.factor = parse_count(v, "-f (size factor)", 1u << 20);
-           if (*opts.factor < 2) throw UsageError{"-f (size factor) must be at least 2"};
-         },
-         "multiply the size by FACTOR from one step to the next (>= 2)")
+  add_count_option(app, "-f,--stepfactor", "-f (size factor)", opts.factor, 2, 1u << 20,
+                   "multiply the size by FACTOR from one step to the next (>= 2)")
       ->type_name("FACTOR");
-  app.add_option_function<std::string>(
-         "-n,--iters",
-         [&opts](const std::string& v) {
-           opts.iters = static_cast<std::uint32_t>(parse_count(v, "-n (iterations)", 1u << 30));
-           if (*opts.iters == 0) throw UsageError{"-n (iterations) must be at least 1"};
-         },
-         "operations per timed launch for small messages; large ones use\n"
-         "fewer (see the subcommand's options)")
+  add_count_option(app, "-n,--iters", "-n (iterations)", opts.iters, 1, 1u << 30,
+                   "operations per timed launch for small messages; large ones use\n"
+                   "fewer (see the subcommand's options)")
       ->type_name("ITERS");
-  app.add_option_function<std::string>(
-         "-w,--warmup_iters,--warmup",
-         [&opts](const std::string& v) {
-           opts.warmup =
-               static_cast<std::uint32_t>(parse_count(v, "-w (warm-up iterations)", 1u << 30));
-         },
-         "operations of the untimed warm-up launch before each size")
+  add_count_option(app, "-w,--warmup_iters,--warmup", "-w (warm-up iterations)", opts.warmup, 0,
+                   1u << 30, "operations of the untimed warm-up launch before each size")
       ->type_name("WARMUP");
   app.add_option_function<std::string>(
          "--json",
@@ -102,35 +74,8 @@ void add_common_options(CLI::App& app, CommonOptions& opts) {
 
 }  // namespace
 
-SubcommandRegistrar::SubcommandRegistrar(const Subcommand& s) {
-  registry().push_back(s);
-}
-
-std::string ArgReader::next() {
-  pending_value_.reset();
-  std::string arg = args_[pos_++];
-  if (arg.rfind("--", 0) == 0) {
-    const std::size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      pending_value_ = arg.substr(eq + 1);
-      arg.resize(eq);
-    }
-  } else if (arg.size() > 2 && arg[0] == '-' && arg[1] != '-') {
-    // "-b8": a short option glued to its value.
-    pending_value_ = arg.substr(2);
-    arg.resize(2);
-  }
-  return arg;
-}
-
-std::string ArgReader::value(const std::string& option) {
-  if (pending_value_) {
-    std::string v = *pending_value_;
-    pending_value_.reset();
-    return v;
-  }
-  if (pos_ >= args_.size()) throw UsageError{"option " + option + " needs a value"};
-  return args_[pos_++];
+SubcommandRegistrar::SubcommandRegistrar(Subcommand s) {
+  registry().push_back(std::move(s));
 }
 
 std::uint64_t parse_size(const std::string& text, const char* what) {
@@ -190,13 +135,12 @@ int driver_main(int argc, char** argv, const char* description) {
                  common.program.c_str(), argv[1], common.program.c_str());
     return kExitUsage;
   }
-  // The common options through CLI11; what it leaves, the subcommand's own options, goes to the
-  // subcommand's parser unchanged.
+  // One command line: the common options, then the subcommand's own (a group of the help).
   CLI::App app(std::string(sub->summary) + "\n", common.program + " " + sub->name);
   app.get_formatter()->column_width(22);
   add_common_options(app, common);
-  app.footer(std::string(sub->name) + " options:\n" + captured(sub->usage));
-  std::vector<std::string> rest;
+  app.option_defaults()->group(std::string(sub->name) + " options");
+  sub->add_options(app);
   try {
     try {
       app.parse(argc - 1, argv + 1);  // argv[1], the subcommand, stands for the program name
@@ -206,11 +150,8 @@ int driver_main(int argc, char** argv, const char* description) {
     } catch (const CLI::ParseError& e) {
       throw UsageError{e.what()};
     }
-    rest = app.remaining();
-    std::vector<char*> args{argv[0], argv[1]};
-    for (std::string& a : rest) args.push_back(a.data());
-    args.push_back(nullptr);
-    return sub->run(common, static_cast<int>(args.size()) - 1, args.data(), 2);
+    // Options first: a bad command line fails on every rank before any communicator exists.
+    return sub->run(common);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "%s %s: %s (see '%s %s --help')\n", common.program.c_str(), sub->name,
                  e.message.c_str(), common.program.c_str(), sub->name);

@@ -1,24 +1,30 @@
 // The benchmark driver shared by gnio-perf and nvshmem-perf: subcommands, the options every
-// subcommand takes (nccl-tests style), and their parsing. The driver parses the common options
-// and prints the help with CLI11 (driver.cpp only: the subcommands' sources, some compiled by
-// nvcc, never include it); each subcommand parses what is left, its own options, with ArgReader.
+// subcommand takes (nccl-tests style), and their parsing. The command line is one CLI11 App: the
+// driver adds the common options, the subcommand its own (add_options, defined in a plain C++
+// file with harness/cli_options.hpp's helpers), and the help lists both. CLI11 stays out of this
+// header, which sources compiled by nvcc include: they see CLI::App only as a declaration.
 //
 //   PROGRAM SUBCOMMAND [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [--json FILE]
 //                      [--quick] [subcommand options...]
 //
-// A subcommand is one source file that defines a Subcommand and registers it with a
-// SubcommandRegistrar at namespace scope; adding the file to the program's sources adds the
-// subcommand (gnio-perf's `rma` is rma_gnio.cpp; a `coll` subcommand would be coll_gnio.cpp).
-// Registrars must live in the executable's own sources, not in a static library, or the linker
-// drops them.
+// A subcommand is a source file that defines a Subcommand (make_subcommand) and registers it with
+// a SubcommandRegistrar at namespace scope, beside a plain C++ file that adds its options;
+// adding them to the program's sources adds the subcommand (gnio-perf's `msg` is msg_gnio.cpp
+// and msg_gnio_options.cpp). Registrars must live in the executable's own sources, not in a
+// static library, or the linker drops them.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace gnio::perf {
 
@@ -48,23 +54,6 @@ struct UsageError {
   std::string message;
 };
 
-/// Reads a command line's arguments one by one, taking "--opt VALUE", "--opt=VALUE" and
-/// "-oVALUE" forms.
-class ArgReader {
- public:
-  ArgReader(int argc, char** argv, int first) : args_(argv + first, argv + argc) {}
-  bool done() const { return pos_ >= args_.size(); }
-  /// The next argument (an option name or a positional word); splits "--opt=value".
-  std::string next();
-  /// The value of the option just read (the "=value" part or the next argument).
-  std::string value(const std::string& option);
-
- private:
-  std::vector<std::string> args_;
-  std::size_t pos_ = 0;
-  std::optional<std::string> pending_value_;
-};
-
 /// Parses a byte count: digits with an optional K, M, G or T suffix (powers of 1024), optionally
 /// followed by "i" and/or "B" ("64K", "1MiB", "2G"). Throws UsageError naming `what`.
 std::uint64_t parse_size(const std::string& text, const char* what);
@@ -79,17 +68,28 @@ std::vector<std::uint64_t> size_steps(std::uint64_t lo, std::uint64_t hi, std::u
 struct Subcommand {
   const char* name;     ///< the word after the program name ("rma")
   const char* summary;  ///< one line for the program's help
-  /// Prints the subcommand's own options (after the common ones).
-  void (*usage)(std::FILE* out);
-  /// Parses its own arguments (argv[first..]: what the common options left, in order) and runs;
-  /// returns the exit status. Throws UsageError for a bad command line and gnio::Error (or
-  /// std::exception) for failures.
-  int (*run)(CommonOptions& common, int argc, char** argv, int first);
+  /// Adds the subcommand's own options (and the notes of its help) to the command line; what
+  /// they parse is kept for `run`. Their callbacks throw UsageError for a bad value.
+  std::function<void(CLI::App& app)> add_options;
+  /// Runs with the parsed options; returns the exit status. Throws UsageError for a bad command
+  /// line and gnio::Error (or std::exception) for failures.
+  std::function<int(CommonOptions& common)> run;
 };
+
+/// A subcommand whose options are an `Options` that `add_options` fills and `run` reads (an
+/// options header declares both, so that a source compiled by nvcc can register it).
+template <class Options>
+Subcommand make_subcommand(const char* name, const char* summary,
+                           void (*add_options)(CLI::App&, Options&),
+                           int (*run)(CommonOptions&, const Options&)) {
+  auto opts = std::make_shared<Options>();
+  return {name, summary, [opts, add_options](CLI::App& app) { add_options(app, *opts); },
+          [opts, run](CommonOptions& common) { return run(common, *opts); }};
+}
 
 /// Registers a subcommand at static initialisation (define one at namespace scope).
 struct SubcommandRegistrar {
-  explicit SubcommandRegistrar(const Subcommand& s);
+  explicit SubcommandRegistrar(Subcommand s);
 };
 
 /// The program's main: picks the subcommand, runs it, turns exceptions into messages and exit

@@ -121,11 +121,9 @@ struct RmaOptions {
   std::uint64_t lat_max = 0;  ///< --lat-max (0: default 1M)
 };
 
-/// Parses the rma subcommand's own options (the driver parsed the common ones). Throws
-/// UsageError.
-RmaOptions parse_rma_options(int argc, char** argv, int first);
-/// Prints the rma subcommand's own options.
-void print_rma_usage(std::FILE* out);
+/// Adds the rma subcommand's own options to the driver's command line, parsed into `opts`
+/// (rma_options.cpp; make_subcommand<RmaOptions> registers it).
+void add_rma_options(CLI::App& app, RmaOptions& opts);
 
 /// Runs the suite on `lib` (every rank calls it). Returns the process exit status: 0, or
 /// kExitWrongData when a data check failed on any rank. Throws UsageError for a job with fewer

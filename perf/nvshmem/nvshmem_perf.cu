@@ -19,12 +19,12 @@
 #include <thread>
 #include <vector>
 
-#include "harness/driver.hpp"
-#include "harness/event_timer.hpp"
 #include "gnio/bootstrap.hpp"
 #include "gnio/error.hpp"
-#include "nvshmem_kernels.hpp"
+#include "harness/driver.hpp"
+#include "harness/event_timer.hpp"
 #include "harness/rma_suite.hpp"
+#include "nvshmem_kernels.hpp"
 
 namespace gnio::perf::nvshmem_bench {
 namespace {
@@ -237,16 +237,16 @@ class NvshmemRma final : public RmaLibrary {
   KernelContext ctx_;
 };
 
-int run_rma(CommonOptions& common, int argc, char** argv, int first) {
-  const RmaOptions opts = parse_rma_options(argc, argv, first);
+int run_rma(CommonOptions& common, const RmaOptions& opts) {
   NvshmemRma lib;
   return run_rma_suite(lib, common, opts);
 }
 
-const SubcommandRegistrar kRegisterRma({"rma",
-                                        "gnio-perf rma's measurements on NVSHMEM (same options, "
-                                        "same JSON with \"library\": \"nvshmem\")",
-                                        print_rma_usage, run_rma});
+const SubcommandRegistrar kRegisterRma(make_subcommand<RmaOptions>(
+    "rma",
+    "gnio-perf rma's measurements on NVSHMEM (same options, same JSON with \"library\": "
+    "\"nvshmem\")",
+    add_rma_options, run_rma));
 
 }  // namespace
 }  // namespace gnio::perf::nvshmem_bench

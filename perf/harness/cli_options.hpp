@@ -1,0 +1,136 @@
+// What the command line's options share (the driver's common ones and each subcommand's
+// add_options): CLI11 options whose values go through the driver's parse_count, parse_size and
+// name lists, so that every bad value is a UsageError that names its option (exit status 2). It
+// includes CLI11: plain C++ files only (driver.cpp, the *_options.cpp), never a source that nvcc
+// compiles.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver.hpp"
+
+namespace gnio::perf {
+
+/// A name on the command line and the values it stands for ("atomic": fetch_add, compare_swap).
+template <class T>
+struct Named {
+  const char* name;
+  std::vector<T> values;
+};
+
+/// The entry of `names` called `word`. Throws UsageError "OPTION: 'word' is not one of a|b|c".
+template <class T>
+const Named<T>& find_name(const std::string& word, const std::string& option,
+                          const std::vector<Named<T>>& names) {
+  const auto it =
+      std::find_if(names.begin(), names.end(), [&](const Named<T>& n) { return word == n.name; });
+  if (it == names.end()) {
+    std::string choices;
+    for (const Named<T>& n : names) choices += std::string(choices.empty() ? "" : "|") + n.name;
+    throw UsageError{option + ": '" + word + "' is not one of " + choices};
+  }
+  return *it;
+}
+
+/// Parses a comma-separated list of names into values (duplicates dropped, order kept).
+template <class T>
+std::vector<T> parse_names(const std::string& text, const std::string& option,
+                           const std::vector<Named<T>>& names) {
+  std::vector<T> out;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', pos);
+    const std::string word =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    for (T v : find_name(word, option, names).values)
+      if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+/// Adds `flags` (CLI11's "-x,--long"), a comma-separated LIST of `names` into `out`; `what` names
+/// it in messages.
+template <class T>
+CLI::Option* add_names_option(CLI::App& app, const std::string& flags, const std::string& what,
+                              std::vector<T>& out, std::vector<Named<T>> names,
+                              const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          flags,
+          [&out, what, names = std::move(names)](const std::string& v) {
+            out = parse_names(v, what, names);
+          },
+          help)
+      ->type_name("LIST");
+}
+
+/// Adds `flags`, one of `names` (each standing for one value) into `out`.
+template <class T>
+CLI::Option* add_choice_option(CLI::App& app, const std::string& flags, const std::string& what,
+                               T& out, std::vector<Named<T>> names, const std::string& help) {
+  std::string choices;
+  for (const Named<T>& n : names) choices += std::string(choices.empty() ? "" : "|") + n.name;
+  return app
+      .add_option_function<std::string>(
+          flags,
+          [&out, what, names = std::move(names)](const std::string& v) {
+            out = find_name(v, what, names).values.front();
+          },
+          help)
+      ->type_name(choices);
+}
+
+/// The value an option stores into `out` (an optional one's value type).
+template <class T>
+struct OptionValue {
+  using type = T;
+};
+template <class T>
+struct OptionValue<std::optional<T>> {
+  using type = T;
+};
+
+/// Adds `flags`, a whole number from `min` to `max` into `out` (parse_count's check, then
+/// "WHAT must be at least MIN").
+template <class T>
+CLI::Option* add_count_option(CLI::App& app, const std::string& flags, const std::string& what,
+                              T& out, std::uint64_t min, std::uint64_t max,
+                              const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          flags,
+          [&out, what, min, max](const std::string& v) {
+            const std::uint64_t n = parse_count(v, what.c_str(), max);
+            if (n < min) throw UsageError{what + " must be at least " + std::to_string(min)};
+            out = static_cast<typename OptionValue<T>::type>(n);
+          },
+          help)
+      ->type_name("N");
+}
+
+/// Adds `flags`, a byte count (parse_size: 8, 64K, 1M) from `min` to `max` into `out`; `refusal`
+/// is the message for one outside.
+inline CLI::Option* add_size_option(CLI::App& app, const std::string& flags,
+                                    const std::string& what, std::uint64_t& out, std::uint64_t min,
+                                    std::uint64_t max, const std::string& refusal,
+                                    const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          flags,
+          [&out, what, min, max, refusal](const std::string& v) {
+            const std::uint64_t n = parse_size(v, what.c_str());
+            if (n < min || n > max) throw UsageError{refusal};
+            out = n;
+          },
+          help)
+      ->type_name("SIZE");
+}
+
+}  // namespace gnio::perf
