@@ -30,11 +30,11 @@ struct ChannelOptions {
   std::size_t max_message = 64 << 10;  ///< bytes per slot (1 B..1 GiB); larger messages take
                                        ///< several slots
   /// ll_max's default: kPacketsOnGpu bytes on the cuda backend, kPacketsOnHost on the host
-  /// backend, whose CPU threads move a cell per atomic: there a copy through the ring costs less
-  /// beyond a few cells (8 B-4 KiB messages, 2 ranks on 2 cores, 2026-12-06: packets are faster
-  /// up to 64 B and 4x slower at 4 KiB).
+  /// backend. Where packets stop paying (2 ranks on one H100, 2026-12-06, one way, packets /
+  /// a copy through the ring: 4 KiB 2.70 / 3.86 us, 8 KiB 3.60 / 4.28, 16 KiB 5.38 / 4.05;
+  /// 2 ranks on 2 CPU cores: 64 B even, 4 KiB 4x slower, a cell per CPU atomic).
   static constexpr std::size_t kPacketsAuto = ~std::size_t{0};
-  static constexpr std::size_t kPacketsOnGpu = 16 << 10;
+  static constexpr std::size_t kPacketsOnGpu = 8 << 10;
   static constexpr std::size_t kPacketsOnHost = 64;
   /// Messages (and the last slot of larger ones) of at most this many bytes to peers on this
   /// node travel as low-latency packets: 4 data bytes per 8-byte store, no fence (twice the

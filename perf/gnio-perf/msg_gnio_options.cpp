@@ -30,7 +30,7 @@ void add_msg_options(CLI::App& app, MsgOptions& o) {
   add_size_option(app, "--ll-max", "--ll-max", o.ll_max, 0, std::uint64_t{1} << 20,
                   "--ll-max must be 0..1 MiB",
                   "largest message sent as low-latency packets over peer\n"
-                  "memory (default: GPU 16K, host 64; 0: none)");
+                  "memory (default: GPU 8K, host 64; 0: none)");
   add_count_option(app, "--channels", "--channels", o.channels, 1, 1024,
                    "channels (blocks per side) of the rate mode (default: GPU 32, host 2)");
   add_count_option(app, "--reps", "--reps", o.reps, 1, 1000, "timed kernels per point (default 5)");
