@@ -63,6 +63,8 @@ class Channels {
   const DeviceChannels& device_handle() const { return device_; }
   /// Same as device_handle() (its name before the convention; kept for existing code).
   const DeviceChannels& device() const { return device_; }
+  /// The options in effect: as given, with ll_max resolved (never kPacketsAuto) and cut to
+  /// max_message.
   const ChannelOptions& options() const { return options_; }
 
   /// Queues on `stream` the send of `bytes` from `buf` (device memory of this rank on GPUs, or

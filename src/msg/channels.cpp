@@ -77,6 +77,7 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
                                  : comm.backend() == Backend::Cuda ? ChannelOptions::kPacketsOnGpu
                                                                    : ChannelOptions::kPacketsOnHost;
   const std::uint64_t ll_max = std::min<std::uint64_t>(ll_asked, o.max_message);
+  options_.ll_max = ll_max;  // options() reports what is in effect, not kPacketsAuto
   const std::uint64_t ll_cells = (ll_max + 3) / 4;
   // Counters and packet cells first (cleared together: a cell from before must never carry a
   // sequence number in use), then the rings.
