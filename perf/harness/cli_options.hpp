@@ -23,17 +23,22 @@ struct Named {
   std::vector<T> values;
 };
 
+/// The names of `names` as "a|b|c" (messages and help).
+template <class T>
+std::string choice_list(const std::vector<Named<T>>& names) {
+  std::string choices;
+  for (const Named<T>& n : names) choices += std::string(choices.empty() ? "" : "|") + n.name;
+  return choices;
+}
+
 /// The entry of `names` called `word`. Throws UsageError "OPTION: 'word' is not one of a|b|c".
 template <class T>
 const Named<T>& find_name(const std::string& word, const std::string& option,
                           const std::vector<Named<T>>& names) {
   const auto it =
       std::find_if(names.begin(), names.end(), [&](const Named<T>& n) { return word == n.name; });
-  if (it == names.end()) {
-    std::string choices;
-    for (const Named<T>& n : names) choices += std::string(choices.empty() ? "" : "|") + n.name;
-    throw UsageError{option + ": '" + word + "' is not one of " + choices};
-  }
+  if (it == names.end())
+    throw UsageError{option + ": '" + word + "' is not one of " + choice_list(names)};
   return *it;
 }
 
@@ -75,8 +80,7 @@ CLI::Option* add_names_option(CLI::App& app, const std::string& flags, const std
 template <class T>
 CLI::Option* add_choice_option(CLI::App& app, const std::string& flags, const std::string& what,
                                T& out, std::vector<Named<T>> names, const std::string& help) {
-  std::string choices;
-  for (const Named<T>& n : names) choices += std::string(choices.empty() ? "" : "|") + n.name;
+  const std::string choices = choice_list(names);
   return app
       .add_option_function<std::string>(
           flags,
