@@ -1,5 +1,5 @@
-// gnio-perf coll's command line (coll_gnio_options.hpp). Plain C++: CLI11 (harness/cli_options.hpp)
-// stays out of the sources nvcc compiles.
+// gnio-perf coll's command line (coll_gnio_options.hpp): its options and
+// the notes of its help, for the driver to parse.
 #include "coll_gnio_options.hpp"
 
 #include <string>
@@ -93,51 +93,52 @@ void check_algo_spec(const std::string& spec) {
 
 }  // namespace
 
-void add_coll_options(CLI::App& app, CollOptions& o) {
+void add_coll_options(OptionList& list, CollOptions& o) {
   o.colls = parse_names<CollKind>("all", "--coll", coll_names());
   o.types = {DataType::F32};
   o.ops = {RedOp::Sum};
-  add_names_option(app, "--coll", "--coll", o.colls, coll_names(),
+  add_names_option(list, "--coll", "--coll", o.colls, coll_names(),
                    "allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall,\n"
                    "alltoallv, all [all]");
-  add_names_option(app, "-d,--datatype", "-d (type)", o.types, type_names(),
+  add_names_option(list, "-d,--datatype", "-d (type)", o.types, type_names(),
                    "element types: f32 f16 bf16 f64 i32 i64 u8 f8e4m3 f8e5m2 (or nccl-tests'\n"
                    "float half bfloat16 double int32 int64 uint8), all [f32]");
-  add_names_option(app, "-o,--op", "-o (operator)", o.ops, op_names(),
+  add_names_option(list, "-o,--op", "-o (operator)", o.ops, op_names(),
                    "operators: sum prod min max and or xor, all [sum]; bitwise ones run on\n"
                    "the integer types only");
-  add_count_option(app, "-c,--check", "-c (check)", o.check, 0, 1,
+  add_count_option(list, "-c,--check", "-c (check)", o.check, 0, 1,
                    "check every element of every result once per point [1]")
-      ->type_name("0|1");
-  add_count_option(app, "-G,--cudagraph", "-G (calls per graph launch)", o.graph, 0, 1u << 20,
+      .value_name("0|1");
+  add_count_option(list, "-G,--cudagraph", "-G (calls per graph launch)", o.graph, 0, 1u << 20,
                    "calls captured per CUDA graph launch; 0 = eager (calls enqueued one by\n"
                    "one) [GPU: 20 (quick: 10); host backend: 0, the only choice]");
-  app.add_option_function<std::string>(
-         "--algo",
-         [&o](const std::string& v) {
-           check_algo_spec(v);
-           o.algo = v;
-         },
-         "auto, ll, oneshot, twoshot, ring, or a comma list of them and of\n"
-         "collective:algorithm pairs (as GNIO_ALGO) [GNIO_ALGO, else auto]")
-      ->type_name("SPEC");
-  add_count_option(app, "--inplace", "--inplace", o.inplace, 0, 2,
+  list.add(
+      "--algo",
+      [&o](const std::string& v) {
+        check_algo_spec(v);
+        o.algo = v;
+      },
+      "auto, ll, oneshot, twoshot, ring, or a comma list of them and of\n"
+      "collective:algorithm pairs (as GNIO_ALGO) [GNIO_ALGO, else auto]",
+      "SPEC");
+  add_count_option(list, "--inplace", "--inplace", o.inplace, 0, 2,
                    "0 out of place, 1 in place, 2 both [2] (alltoall(v): out of place only)");
-  add_count_option(app, "--root", "--root", o.root, 0, 1u << 20, "root of broadcast and reduce [0]")
-      ->type_name("R");
-  add_count_option(app, "--reps", "--reps", o.reps, 1, 1000,
+  add_count_option(list, "--root", "--root", o.root, 0, 1u << 20,
+                   "root of broadcast and reduce [0]")
+      .value_name("R");
+  add_count_option(list, "--reps", "--reps", o.reps, 1, 1000,
                    "timed measurements per point; time is their median [5]");
-  add_choice_option(app, "--mem", "--mem", o.private_buffers, {{"sym", {false}}, {"priv", {true}}},
+  add_choice_option(list, "--mem", "--mem", o.private_buffers, {{"sym", {false}}, {"priv", {true}}},
                     "buffers in the symmetric heap (zero-copy) or private device memory\n"
                     "(staged through gnio's symmetric staging) [sym]");
-  app.add_flag("--vs-nccl", o.vs_nccl,
-               "also time NCCL (libnccl loaded at run time) on the same buffers: adds\n"
-               "nccl(us) and ratio = nccl time / gnio time (> 1: gnio faster); GPUs only");
-  app.footer(
+  list.add_flag("--vs-nccl", o.vs_nccl,
+                "also time NCCL (libnccl loaded at run time) on the same buffers: adds\n"
+                "nccl(us) and ratio = nccl time / gnio time (> 1: gnio faster); GPUs only");
+  list.footer =
       "LIST is comma-separated. Defaults: GPU -b 8 -e 256M -f 2 -n 20 -w 5; host backend\n"
       "-b 8 -e 256K -f 4 -n 5 -w 1. --quick: GPU -e 16M -f 16 -n 10 -w 2; host backend -b 64\n"
       "-e 16K -f 256 -n 2 -w 1 --reps 2. Large sizes run fewer calls per measurement (at most\n"
-      "4 GiB moved on a GPU, 16 MiB on the host backend; at least 1 call).");
+      "4 GiB moved on a GPU, 16 MiB on the host backend; at least 1 call).";
 }
 
 }  // namespace gnio::perf

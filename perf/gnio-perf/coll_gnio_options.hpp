@@ -29,6 +29,6 @@ struct CollOptions {
 };
 
 /// Adds coll's own options to the driver's command line, parsed into `opts`.
-void add_coll_options(CLI::App& app, CollOptions& opts);
+void add_coll_options(OptionList& options, CollOptions& opts);
 
 }  // namespace gnio::perf

@@ -16,6 +16,6 @@ struct KernelCollOptions {
 };
 
 /// Adds coll-kernel's own options to the driver's command line, parsed into `opts`.
-void add_coll_kernel_options(CLI::App& app, KernelCollOptions& opts);
+void add_coll_kernel_options(OptionList& options, KernelCollOptions& opts);
 
 }  // namespace gnio::perf

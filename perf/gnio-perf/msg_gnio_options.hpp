@@ -20,6 +20,6 @@ struct MsgOptions {
 };
 
 /// Adds msg's own options to the driver's command line, parsed into `opts`.
-void add_msg_options(CLI::App& app, MsgOptions& opts);
+void add_msg_options(OptionList& options, MsgOptions& opts);
 
 }  // namespace gnio::perf

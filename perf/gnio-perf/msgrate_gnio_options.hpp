@@ -18,6 +18,6 @@ struct RateOptions {
 };
 
 /// Adds msgrate's own options to the driver's command line, parsed into `opts`.
-void add_msgrate_options(CLI::App& app, RateOptions& opts);
+void add_msgrate_options(OptionList& options, RateOptions& opts);
 
 }  // namespace gnio::perf

@@ -36,40 +36,46 @@ void print_usage(std::FILE* out, const std::string& program, const char* descrip
                program.c_str(), program.c_str());
 }
 
-/// The options every subcommand takes, parsed by CLI11 into `opts`.
-void add_common_options(CLI::App& app, CommonOptions& opts) {
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.set_help_flag("-h,--help", "this help");
-  app.add_option_function<std::string>(
-         "-b,--minbytes",
-         [&opts](const std::string& v) { opts.min_bytes = parse_size(v, "-b (smallest message)"); },
-         "smallest message (K, M, G suffixes: powers of 1024)")
-      ->type_name("SIZE");
-  app.add_option_function<std::string>(
-         "-e,--maxbytes",
-         [&opts](const std::string& v) { opts.max_bytes = parse_size(v, "-e (largest message)"); },
-         "largest message")
-      ->type_name("SIZE");
-  add_count_option(app, "-f,--stepfactor", "-f (size factor)", opts.factor, 2, 1u << 20,
+/// The options every subcommand takes, parsed into `opts`.
+void add_common_options(OptionList& list, CommonOptions& opts) {
+  list.add(
+      "-b,--minbytes",
+      [&opts](const std::string& v) { opts.min_bytes = parse_size(v, "-b (smallest message)"); },
+      "smallest message (K, M, G suffixes: powers of 1024)", "SIZE");
+  list.add(
+      "-e,--maxbytes",
+      [&opts](const std::string& v) { opts.max_bytes = parse_size(v, "-e (largest message)"); },
+      "largest message", "SIZE");
+  add_count_option(list, "-f,--stepfactor", "-f (size factor)", opts.factor, 2, 1u << 20,
                    "multiply the size by FACTOR from one step to the next (>= 2)")
-      ->type_name("FACTOR");
-  add_count_option(app, "-n,--iters", "-n (iterations)", opts.iters, 1, 1u << 30,
+      .value_name("FACTOR");
+  add_count_option(list, "-n,--iters", "-n (iterations)", opts.iters, 1, 1u << 30,
                    "operations per timed launch for small messages; large ones use\n"
                    "fewer (see the subcommand's options)")
-      ->type_name("ITERS");
-  add_count_option(app, "-w,--warmup_iters,--warmup", "-w (warm-up iterations)", opts.warmup, 0,
+      .value_name("ITERS");
+  add_count_option(list, "-w,--warmup_iters,--warmup", "-w (warm-up iterations)", opts.warmup, 0,
                    1u << 30, "operations of the untimed warm-up launch before each size")
-      ->type_name("WARMUP");
-  app.add_option_function<std::string>(
-         "--json",
-         [&opts](const std::string& v) {
-           if (v.empty()) throw UsageError{"--json needs a file name"};
-           opts.json_path = v;
-         },
-         "also write every row and the run's metadata as JSON (rank 0)")
-      ->type_name("FILE");
-  app.add_flag("--quick", opts.quick,
-               "a short run: few sizes, few iterations (README quick start)");
+      .value_name("WARMUP");
+  list.add(
+      "--json",
+      [&opts](const std::string& v) {
+        if (v.empty()) throw UsageError{"--json needs a file name"};
+        opts.json_path = v;
+      },
+      "also write every row and the run's metadata as JSON (rank 0)", "FILE");
+  list.add_flag("--quick", opts.quick,
+                "a short run: few sizes, few iterations (README quick start)");
+}
+
+/// Hands `list` to CLI11: an option's value goes to its `take`, a flag sets its bool.
+void add_to_app(CLI::App& app, const OptionList& list) {
+  for (const CommandOption& o : list.options) {
+    if (o.flag)
+      app.add_flag(o.flags, *o.flag, o.help);
+    else
+      app.add_option_function<std::string>(o.flags, o.take, o.help)->type_name(o.type_name);
+  }
+  if (!list.footer.empty()) app.footer(list.footer);
 }
 
 }  // namespace
@@ -138,9 +144,14 @@ int driver_main(int argc, char** argv, const char* description) {
   // One command line: the common options, then the subcommand's own (a group of the help).
   CLI::App app(std::string(sub->summary) + "\n", common.program + " " + sub->name);
   app.get_formatter()->column_width(22);
-  add_common_options(app, common);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_help_flag("-h,--help", "this help");
+  OptionList common_options, sub_options;
+  add_common_options(common_options, common);
+  add_to_app(app, common_options);
   app.option_defaults()->group(std::string(sub->name) + " options");
-  sub->add_options(app);
+  sub->add_options(sub_options);
+  add_to_app(app, sub_options);
   try {
     try {
       app.parse(argc - 1, argv + 1);  // argv[1], the subcommand, stands for the program name

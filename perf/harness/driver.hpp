@@ -1,8 +1,8 @@
 // The benchmark driver shared by gnio-perf and nvshmem-perf: subcommands, the options every
 // subcommand takes (nccl-tests style), and their parsing. The command line is one CLI11 App: the
-// driver adds the common options, the subcommand its own (add_options, defined in a plain C++
-// file with harness/cli_options.hpp's helpers), and the help lists both. CLI11 stays out of this
-// header, which sources compiled by nvcc include: they see CLI::App only as a declaration.
+// driver adds the common options, the subcommand its own (add_options fills an OptionList with
+// harness/cli_options.hpp's helpers), and the help lists both. CLI11 itself is in driver.cpp
+// only: its header costs seconds per file that includes it.
 //
 //   PROGRAM SUBCOMMAND [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [--json FILE]
 //                      [--quick] [subcommand options...]
@@ -22,11 +22,9 @@
 #include <string>
 #include <vector>
 
-namespace CLI {
-class App;
-}
-
 namespace gnio::perf {
+
+struct OptionList;  // cli_options.hpp
 
 /// Exit status for a bad command line (as gnio-run).
 inline constexpr int kExitUsage = 2;
@@ -70,7 +68,7 @@ struct Subcommand {
   const char* summary;  ///< one line for the program's help
   /// Adds the subcommand's own options (and the notes of its help) to the command line; what
   /// they parse is kept for `run`. Their callbacks throw UsageError for a bad value.
-  std::function<void(CLI::App& app)> add_options;
+  std::function<void(OptionList& list)> add_options;
   /// Runs with the parsed options; returns the exit status. Throws UsageError for a bad command
   /// line and gnio::Error (or std::exception) for failures.
   std::function<int(CommonOptions& common)> run;
@@ -80,10 +78,10 @@ struct Subcommand {
 /// options header declares both, so that a source compiled by nvcc can register it).
 template <class Options>
 Subcommand make_subcommand(const char* name, const char* summary,
-                           void (*add_options)(CLI::App&, Options&),
+                           void (*add_options)(OptionList&, Options&),
                            int (*run)(CommonOptions&, const Options&)) {
   auto opts = std::make_shared<Options>();
-  return {name, summary, [opts, add_options](CLI::App& app) { add_options(app, *opts); },
+  return {name, summary, [opts, add_options](OptionList& list) { add_options(list, *opts); },
           [opts, run](CommonOptions& common) { return run(common, *opts); }};
 }
 

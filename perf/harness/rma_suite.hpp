@@ -123,7 +123,7 @@ struct RmaOptions {
 
 /// Adds the rma subcommand's own options to the driver's command line, parsed into `opts`
 /// (rma_options.cpp; make_subcommand<RmaOptions> registers it).
-void add_rma_options(CLI::App& app, RmaOptions& opts);
+void add_rma_options(OptionList& options, RmaOptions& opts);
 
 /// Runs the suite on `lib` (every rank calls it). Returns the process exit status: 0, or
 /// kExitWrongData when a data check failed on any rank. Throws UsageError for a job with fewer
