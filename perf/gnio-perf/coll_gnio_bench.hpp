@@ -83,8 +83,8 @@ class CollBench {
   void enqueue(const CollCall& c, const void* send, void* recv, bool nccl);
   std::uint64_t check_output(const CollCall& c, const std::vector<std::uint8_t>& want,
                              bool whole_buffer);
-  std::string row_json(CollKind k, DataType t, std::optional<RedOp> op, const Point& p,
-                       int in_place) const;
+  JsonRow row_json(CollKind k, DataType t, std::optional<RedOp> op, const Point& p,
+                   int in_place) const;
   RunInfo run_info() const;
   /// The algorithm spec in force: --algo's, else GNIO_ALGO's, else "auto".
   std::string algo_label() const {
@@ -103,7 +103,7 @@ class CollBench {
   SymPtr<char> sym_[2];
   char* priv_[2] = {};
   char* buf_[2] = {};  // [0] send (out of place), [1] recv or the in-place buffer
-  std::vector<std::string> rows_json_;
+  std::vector<JsonRow> rows_json_;
   std::uint64_t wrong_ = 0, nccl_wrong_ = 0, unchecked_ = 0;
 };
 

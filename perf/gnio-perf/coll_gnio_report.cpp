@@ -3,7 +3,6 @@
 // description (settings and definitions).
 #include <cstdio>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -13,8 +12,6 @@
 
 namespace gnio::perf {
 namespace {
-
-using Json = nlohmann::ordered_json;  // keys in the order written
 
 /// nccl-tests' bus bandwidth factor: what each rank's links must carry relative to `size`.
 double busbw_factor(CollKind k, int n) {
@@ -114,32 +111,35 @@ void CollBench::print_row(CollKind k, DataType t, std::optional<RedOp> op, const
   std::fflush(stdout);
 }
 
-std::string CollBench::row_json(CollKind k, DataType t, std::optional<RedOp> op, const Point& p,
-                                int in_place) const {
+JsonRow CollBench::row_json(CollKind k, DataType t, std::optional<RedOp> op, const Point& p,
+                            int in_place) const {
   const Side& g = p.gnio[in_place];
   const Side& n = p.nccl[in_place];
   const double algbw = g.time_us > 0 ? static_cast<double>(p.bytes) / (g.time_us * 1e3) : 0;
   const bool rooted = k == CollKind::Broadcast || k == CollKind::Reduce;
-  const Json null;
-  Json o = {{"coll", to_string(k)},
-            {"type", to_string(t)},
-            {"op", op ? Json(to_string(*op)) : null},
-            {"root", rooted ? opts_.root : -1},
-            {"inplace", in_place},
-            {"algo", p.algo},
-            {"bytes", p.bytes},
-            {"count", p.count},
-            {"iters", g.iters},
-            {"time_us", table_digits(g.time_us)},
-            {"min_us", table_digits(g.min_us)},
-            {"max_us", table_digits(g.max_us)},
-            {"algbw", table_digits(algbw)},
-            {"busbw", table_digits(algbw * busbw_factor(k, comm_.size()))},
-            {"wrong", g.checked ? Json(g.wrong) : null}};
-  o["nccl_time_us"] = n.ran ? Json(table_digits(n.time_us)) : null;
-  o["ratio"] = n.ran ? Json(table_digits(g.time_us > 0 ? n.time_us / g.time_us : 0)) : null;
-  o["nccl_wrong"] = n.ran && n.checked ? Json(n.wrong) : null;
-  return o.dump();
+  // A figure, or null where it was not measured.
+  auto figure = [](bool measured, double v) {
+    return measured ? JsonValue{table_digits(v)} : nullptr;
+  };
+  auto count = [](bool measured, std::uint64_t v) { return measured ? JsonValue{v} : nullptr; };
+  return {{"coll", to_string(k)},
+          {"type", to_string(t)},
+          {"op", op ? JsonValue{std::string(to_string(*op))} : nullptr},
+          {"root", std::int64_t{rooted ? opts_.root : -1}},
+          {"inplace", std::int64_t{in_place}},
+          {"algo", p.algo},
+          {"bytes", std::uint64_t{p.bytes}},
+          {"count", std::uint64_t{p.count}},
+          {"iters", std::uint64_t{g.iters}},
+          {"time_us", table_digits(g.time_us)},
+          {"min_us", table_digits(g.min_us)},
+          {"max_us", table_digits(g.max_us)},
+          {"algbw", table_digits(algbw)},
+          {"busbw", table_digits(algbw * busbw_factor(k, comm_.size()))},
+          {"wrong", count(g.checked, g.wrong)},
+          {"nccl_time_us", figure(n.ran, n.time_us)},
+          {"ratio", figure(n.ran, g.time_us > 0 ? n.time_us / g.time_us : 0)},
+          {"nccl_wrong", count(n.ran && n.checked, n.wrong)}};
 }
 
 RunInfo CollBench::run_info() const {

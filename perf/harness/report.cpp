@@ -40,6 +40,14 @@ std::string layout(const Json& doc) {
   return out + "}\n";
 }
 
+/// A row as a JSON object, keys in their order.
+Json to_json(const JsonRow& row) {
+  Json o = Json::object();
+  for (const auto& [key, value] : row)
+    o[key] = std::visit([](const auto& v) { return Json(v); }, value);
+  return o;
+}
+
 }  // namespace
 
 double table_digits(double v) {
@@ -94,24 +102,24 @@ std::string host_name() {
 }
 
 void write_json(const std::string& path, const RunInfo& info, const std::vector<Row>& rows) {
-  std::vector<std::string> objects;
+  std::vector<JsonRow> objects;
   objects.reserve(rows.size());
   for (const Row& r : rows)
-    objects.push_back(dump(Json{{"op", r.op},
-                                {"scope", r.scope},
-                                {"mode", r.mode},
-                                {"bytes", r.bytes},
-                                {"iters", r.iters},
-                                {"median_us", table_digits(r.median_us)},
-                                {"min_us", table_digits(r.min_us)},
-                                {"max_us", table_digits(r.max_us)},
-                                {"gbps", table_digits(r.gbps)},
-                                {"wrong", r.wrong}}));
+    objects.push_back({{"op", r.op},
+                       {"scope", r.scope},
+                       {"mode", r.mode},
+                       {"bytes", r.bytes},
+                       {"iters", std::uint64_t{r.iters}},
+                       {"median_us", table_digits(r.median_us)},
+                       {"min_us", table_digits(r.min_us)},
+                       {"max_us", table_digits(r.max_us)},
+                       {"gbps", table_digits(r.gbps)},
+                       {"wrong", r.wrong}});
   write_json_rows(path, info, objects);
 }
 
 void write_json_rows(const std::string& path, const RunInfo& info,
-                     const std::vector<std::string>& rows) {
+                     const std::vector<JsonRow>& rows) {
   auto object = [](const std::vector<std::pair<std::string, std::string>>& kv) {
     Json o = Json::object();
     for (const auto& [key, value] : kv) o[key] = value;
@@ -131,7 +139,7 @@ void write_json_rows(const std::string& path, const RunInfo& info,
               {"settings", object(info.settings)},
               {"definitions", object(info.definitions)},
               {"rows", Json::array()}};
-  for (const std::string& row : rows) doc["rows"].push_back(Json::parse(row));
+  for (const JsonRow& row : rows) doc["rows"].push_back(to_json(row));
   const std::string out = layout(doc);
 
   const std::string tmp = path + ".tmp";

@@ -9,13 +9,14 @@
 //                "gbps", "wrong"}, ... ] }
 // median_us/min_us/max_us are per operation (see the subcommand's definitions); gbps is computed
 // from median_us with 1 GB = 1e9 bytes. Subcommands with other figures (coll) write their own
-// row objects through write_json_rows; everything around the rows is the same.
+// row objects (JsonRow) through write_json_rows; everything around the rows is the same.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace gnio::perf {
@@ -79,11 +80,18 @@ std::string host_name();
 /// tables show). NaN and infinity stay as they are: the file has null for them (JSON has neither).
 double table_digits(double v);
 
-/// Writes `info` and `rows` (each one complete JSON object, as text) as JSON to `path`,
-/// atomically (a temporary file renamed into place). Throws std::runtime_error naming the file on
-/// failure. The JSON is nlohmann-json's.
+/// A value of a JSON row: null, text, a whole number, a figure (round it with table_digits) or a
+/// flag.
+using JsonValue =
+    std::variant<std::nullptr_t, std::string, std::int64_t, std::uint64_t, double, bool>;
+/// One row object of the JSON file: its keys and values, in the order written.
+using JsonRow = std::vector<std::pair<std::string, JsonValue>>;
+
+/// Writes `info` and `rows` as JSON to `path`, atomically (a temporary file renamed into place).
+/// Throws std::runtime_error naming the file on failure. The JSON is nlohmann-json's, in
+/// report.cpp only (its header costs seconds per file that includes it).
 void write_json_rows(const std::string& path, const RunInfo& info,
-                     const std::vector<std::string>& rows);
+                     const std::vector<JsonRow>& rows);
 /// Writes `rows` and `info` as JSON to `path` (atomically: a temporary file renamed into place).
 /// Throws std::runtime_error naming the file when it cannot be written.
 void write_json(const std::string& path, const RunInfo& info, const std::vector<Row>& rows);
