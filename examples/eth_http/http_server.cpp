@@ -42,7 +42,7 @@ struct HttpKernel {
   Counts* counts;
   unsigned long long* served;  // pages so far, in memory the CPU reads (a semaphore's record)
 
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     using namespace gnio::packet;
     constexpr unsigned kBatch = 32;
     gnio::eth::Packet p[kBatch];

@@ -39,7 +39,7 @@ struct EchoKernel {
   gnio::eth::TxQueue tx;
   Counts* counts;
   std::uint8_t ttl;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     constexpr unsigned kBatch = 32;
     gnio::eth::Packet p[kBatch];
     Counts c{};

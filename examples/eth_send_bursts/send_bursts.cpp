@@ -36,7 +36,7 @@ struct BurstKernel {
   unsigned size, bursts, burst;
   std::uint64_t interval_ns;
   Result* result;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     Result r{};
     const std::uint64_t start = gnio::dev::now_ns() + 1000000;  // 1 ms from now
     for (unsigned b = 0; b < bursts && !tx.stopped(); ++b) {

@@ -31,7 +31,7 @@ struct EchoKernel {
   gnio::eth::TxQueue tx;
   std::uint16_t port;
   Counts* counts;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     constexpr unsigned kBatch = 32;
     gnio::eth::Packet p[kBatch];
     Counts c{};

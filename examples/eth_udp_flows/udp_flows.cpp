@@ -52,7 +52,7 @@ struct FlowKernel {
   gnio::SemaphoreView reports;
   unsigned report_every;  // datagrams per report (at most; an idle queue reports what it has)
   std::uint64_t hold_ns;  // how long to leave the queue alone first (shows what overflow does)
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     constexpr unsigned kBatch = 32;
     gnio::eth::Packet p[kBatch];
     Report r{};

@@ -1,5 +1,8 @@
 // Launching one kernel source on either backend. A kernel is a trivially copyable functor (or an
-// extended __host__ __device__ lambda) whose `operator()() const` is marked GNIO_HD:
+// extended __host__ __device__ lambda) whose `operator()() const` is marked GNIO_HD (a functor's
+// better GNIO_HD_INLINE: a body the compiler declines to inline into the kernel reads every field
+// of the functor, the DeviceComm's included, through a generic pointer instead of the parameter
+// bank; large bodies that call the device API many times get there):
 //
 //   gnio::launch(stream, {.grid = 4, .block = 128}, [=] GNIO_HD () {
 //     size_t i = gnio::dev::global_thread();
@@ -29,9 +32,9 @@ namespace gnio {
 
 /// A one-dimensional launch shape.
 struct LaunchDims {
-  unsigned grid = 1;            ///< blocks
-  unsigned block = 1;           ///< threads per block
-  std::size_t shared_bytes = 0; ///< dynamic shared memory per block (gnio::dev::shared_memory())
+  unsigned grid = 1;             ///< blocks
+  unsigned block = 1;            ///< threads per block
+  std::size_t shared_bytes = 0;  ///< dynamic shared memory per block (gnio::dev::shared_memory())
 };
 
 namespace detail {
@@ -70,7 +73,8 @@ __global__ void kernel_entry(const __grid_constant__ F f) {
 /// stream from a file not compiled by nvcc.
 template <class F>
 void launch(StreamRef stream, const LaunchDims& dims, F kernel) {
-#if !defined(__CUDACC__)  // nvcc wraps extended lambdas in a type that is copyable but not trivially
+#if !defined( \
+    __CUDACC__)  // nvcc wraps extended lambdas in a type that is copyable but not trivially
   static_assert(std::is_trivially_copyable_v<F>,
                 "a gnio kernel is copied to every thread: it must be trivially copyable");
 #endif
@@ -81,10 +85,11 @@ void launch(StreamRef stream, const LaunchDims& dims, F kernel) {
   }
 #if defined(__CUDACC__)
   if (dims.shared_bytes > 48 * 1024) {
-    cudaError_t err = cudaFuncSetAttribute(detail::kernel_entry<F>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(dims.shared_bytes));
-    if (err != cudaSuccess) detail::throw_launch_error(static_cast<int>(err), "gnio::launch (shared memory)");
+    cudaError_t err =
+        cudaFuncSetAttribute(detail::kernel_entry<F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(dims.shared_bytes));
+    if (err != cudaSuccess)
+      detail::throw_launch_error(static_cast<int>(err), "gnio::launch (shared memory)");
   }
   detail::kernel_entry<F><<<dims.grid, dims.block, dims.shared_bytes, stream.cuda()>>>(kernel);
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)

@@ -59,7 +59,7 @@ struct AllreduceLoop {
   CollAlgo algo;
   std::uint32_t calls;
   std::uint32_t* failures;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     for (std::uint32_t i = 0; i < calls; ++i) {
       if (cc.allreduce<Coop>(send, recv, count, op::Sum{}, algo) != Status::Ok) {
         if (Coop{}.leader()) dev::atomic_fetch_add(failures, 1u, dev::Order::Relaxed);

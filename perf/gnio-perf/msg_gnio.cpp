@@ -61,7 +61,7 @@ struct MsgKernel {
   Mode mode;
   bool baseline;
   bool check;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     const Block g;
     const DeviceComm& dc = set.comm;
     const int me = dc.rank(), peer = 1 - me;

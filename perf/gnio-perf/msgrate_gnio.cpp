@@ -75,7 +75,7 @@ struct SendKernel {
   RateOp op;
   std::uint32_t ops;
   int peer;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     const std::size_t t = dev::global_thread();
     const std::size_t threads = dev::global_threads();
     const SymPtr<std::uint64_t> sig = signals + static_cast<std::ptrdiff_t>(dev::block());
@@ -100,7 +100,7 @@ struct WaitKernel {
   std::uint64_t expect;
   unsigned blocks;
   std::uint32_t* failures;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     for (unsigned b = dev::thread(); b < blocks; b += dev::block_size())
       if (dc.wait_signal(signals + static_cast<std::ptrdiff_t>(b), Cmp::Ge, expect) != Status::Ok)
         dev::atomic_fetch_add(failures, 1u, dev::Order::Relaxed);

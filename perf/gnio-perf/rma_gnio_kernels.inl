@@ -41,7 +41,7 @@ struct LatencyKernel {
   int peer;
   bool responder;
 
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     const Coop g{};
     if constexpr (kOp == RmaOp::Put) {
       for (std::uint32_t i = 0; i < iters; ++i) {
@@ -85,7 +85,7 @@ struct BandwidthKernel {
   int peer;
   bool bidir;
 
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     if (bidir) {
       if (dev::thread() == 0) {
         const SymPtr<std::uint64_t> mine = start + dev::block();

@@ -18,7 +18,7 @@ struct AtomicKernel {
   bool compare_swap;
   bool verify_final;
 
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     std::uint64_t bad = 0;
     std::uint64_t expect = start;
     if (!compare_swap) {
@@ -52,7 +52,7 @@ struct FillKernel {
   std::uint64_t bytes;
   std::uint64_t seed;
   bool poison;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     fill_share(buf, bytes, seed, poison, dev::global_thread(), dev::global_threads());
   }
 };
@@ -63,7 +63,7 @@ struct CheckKernel {
   std::uint64_t guard;
   std::uint64_t seed;
   std::uint64_t* result;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     const std::uint64_t wrong =
         count_wrong_share(buf, bytes, guard, seed, dev::global_thread(), dev::global_threads());
     if (wrong) dev::atomic_fetch_add(result, wrong, dev::Order::Relaxed);

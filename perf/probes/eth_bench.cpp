@@ -81,7 +81,7 @@ struct RxLoop {
   unsigned long long* packets;
   unsigned long long* first_ns;  // when the first frame was taken
   unsigned long long* last_ns;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     constexpr unsigned kBatch = 64;
     gnio::eth::Packet p[kBatch];
     unsigned long long n = 0, first = 0, last = 0;
@@ -115,7 +115,7 @@ struct TxLoop {
   unsigned long long count;
   gnio::eth::TxFrame* frames;  // kBatch entries
   unsigned long long* sent;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     const Coop g;
     std::uint32_t lengths[kBatch];
     for (unsigned k = 0; k < kBatch; ++k) lengths[k] = size;

@@ -40,7 +40,7 @@ template <class T, class Ops, CollAlgo kAlgo>
 struct CollKernel {
   CollComm cc;
   CollArgs args;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     (void)cc.run_algo<Block, T, Ops, kAlgo>(args, dev::block(), dev::grid_size(),
                                             CallSite("gnio collective", 0));
   }
@@ -51,7 +51,7 @@ struct CollA2avKernel {
   CollComm cc;
   CollArgs args;
   std::uint64_t table[4 * kMaxAlltoallvRanks];
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     CollArgs a = args;
     a.a2av = table;
     (void)cc.run_algo<Block, std::uint8_t, CopyOp, CollAlgo::Ring>(

@@ -26,7 +26,7 @@ struct MessageKernel {
   DeviceChannels set;
   std::array<Channels::Op, Channels::kMaxGroup> ops;
   unsigned count;
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     const unsigned b = dev::block();
     if (b >= count) return;
     const Channels::Op& op = ops[b];

@@ -26,7 +26,7 @@ struct RmaKernel {
   Cmp cmp;
   int peer;
 
-  GNIO_HD void operator()() const {
+  GNIO_HD_INLINE void operator()() const {
     switch (kind) {
       case Kind::Put: dc.put<Block>(remote, local, bytes, peer); break;
       case Kind::Get: dc.get<Block>(local, remote, bytes, peer); break;
