@@ -42,14 +42,6 @@ struct ChannelOptions {
   /// values are cut to it); 0: never; kPacketsAuto: by backend (above). Costs 2 x ll_max bytes
   /// per slot.
   std::size_t ll_max = kPacketsAuto;
-  /// direct_min's default: ll_max (in effect), so that a message goes as packets, straight into
-  /// a posted buffer or through the ring, by size.
-  static constexpr std::size_t kDirectAuto = ~std::size_t{0};
-  /// A message larger than this to a peer on this node whose recv() waits with a buffer in its
-  /// symmetric heap is put straight into that buffer: no copy out of the ring, one slot whatever
-  /// its size (up to 1 GiB - 1). Receives into other memory, try_recv() and peers on other nodes
-  /// always go through the ring. kDirectAuto: ll_max; 1 GiB or more: never.
-  std::size_t direct_min = kDirectAuto;
 };
 
 /// A set of channels between every pair of ranks (and each rank and itself), in the symmetric
@@ -72,7 +64,7 @@ class Channels {
   /// Same as device_handle() (its name before the convention; kept for existing code).
   const DeviceChannels& device() const { return device_; }
   /// The options in effect: as given, with ll_max resolved (never kPacketsAuto) and cut to
-  /// max_message, and direct_min resolved (never kDirectAuto).
+  /// max_message.
   const ChannelOptions& options() const { return options_; }
 
   /// Queues on `stream` the send of `bytes` from `buf` (device memory of this rank on GPUs, or

@@ -165,19 +165,12 @@ class MsgBench {
     Channels set(comm_, {.tags = static_cast<int>(channels_),
                          .depth = opts_.depth,
                          .max_message = slot_,
-                         .ll_max = opts_.ll_max,
-                         .direct_min = opts_.direct_min});
+                         .ll_max = opts_.ll_max});
     land_ = comm_.alloc_bytes(max_);
     sig_ = comm_.alloc<std::uint64_t>(2);
     comm_.fill(comm_.local(sig_), 0, 2 * sizeof(std::uint64_t), stream_);
     src_ = static_cast<char*>(comm_.alloc_device(std::max<std::uint64_t>(max_, 8 * channels_)));
-    dst_bytes_ = std::max<std::uint64_t>(max_, 8 * channels_);
-    if (opts_.heap_buffers) {
-      dst_heap_ = comm_.alloc_bytes(dst_bytes_);
-      dst_ = static_cast<char*>(comm_.local_address(dst_heap_));
-    } else {
-      dst_ = static_cast<char*>(comm_.alloc_device(dst_bytes_));
-    }
+    dst_ = static_cast<char*>(comm_.alloc_device(std::max<std::uint64_t>(max_, 8 * channels_)));
     wrong_ = static_cast<unsigned long long*>(comm_.alloc_device(sizeof(unsigned long long)));
     std::vector<std::uint8_t> pattern(max_);
     for (std::uint64_t i = 0; i < max_; ++i) pattern[i] = msg_byte(comm_.rank(), i, 0);
@@ -192,14 +185,10 @@ class MsgBench {
     if (comm_.rank() == 0) {
       std::printf(
           "# gnio-perf msg: 2 ranks over %s, %s backend, %s; channels of %u slots of %s "
-          "(packets up to %s, straight into the receive buffer above %s); receive buffers in %s; "
-          "blocks of %u threads; median of %u kernels\n",
+          "(packets up to %s); blocks of %u threads; median of %u kernels\n",
           route_proxy_ ? "the proxy transport" : "p2p", to_string(comm_.backend()),
           comm_.device_description().c_str(), opts_.depth, format_size(slot_).c_str(),
-          format_size(set_.ll_max).c_str(),
-          set_.direct_min >= (std::uint64_t{1} << 30) ? "never"
-                                                      : format_size(set_.direct_min).c_str(),
-          opts_.heap_buffers ? "the heap" : "device memory", threads_, reps_);
+          format_size(set_.ll_max).c_str(), threads_, reps_);
       std::printf(
           "#  mode       size   iters     msg(us)  onesided(us)    msg GB/s  onesided GB/s"
           "   ratio  #wrong\n");
@@ -218,8 +207,6 @@ class MsgBench {
       info.settings = {{"depth", std::to_string(opts_.depth)},
                        {"slot_bytes", std::to_string(slot_)},
                        {"ll_max", std::to_string(set_.ll_max)},
-                       {"direct_min", std::to_string(set_.direct_min)},
-                       {"recv_buf", opts_.heap_buffers ? "heap" : "device"},
                        {"channels", std::to_string(channels_)},
                        {"threads_per_block", std::to_string(threads_)},
                        {"route", route_proxy_ ? "proxy" : "p2p"}};
@@ -232,10 +219,7 @@ class MsgBench {
       write_json(common_.json_path, info, rows);
     }
     comm_.free_device(src_);
-    if (opts_.heap_buffers)
-      comm_.free_bytes(dst_heap_);
-    else
-      comm_.free_device(dst_);
+    comm_.free_device(dst_);
     comm_.free_device(wrong_);
     comm_.free(sig_);
     comm_.free_bytes(land_);
@@ -276,8 +260,6 @@ class MsgBench {
     std::vector<double> msg_us, base_us;
     for (unsigned rep = 0; rep <= reps_; ++rep) {  // rep 0 warms up
       const bool last = rep == reps_;
-      // Poisoned before each kernel: a message that never lands fails the check.
-      comm_.fill(dst_, 0xa5, dst_bytes_, stream_);
       MsgKernel k{set_, land_, sig_, src_, dst_, wrong_, bytes, seq_, iters, mode, false, last};
       const double m = time_once(k, grid);
       if (rep > 0) msg_us.push_back(m);
@@ -356,9 +338,7 @@ class MsgBench {
   SymPtr<char> land_;
   SymPtr<std::uint64_t> sig_;
   char* src_ = nullptr;
-  char* dst_ = nullptr;  // the receive buffer: in the heap (dst_heap_) or device memory
-  SymPtr<char> dst_heap_;
-  std::uint64_t dst_bytes_ = 0;
+  char* dst_ = nullptr;
   unsigned long long* wrong_ = nullptr;
 };
 

@@ -30,14 +30,6 @@ void add_msg_options(OptionList& list, MsgOptions& o) {
                   "--ll-max must be 0..1 MiB",
                   "largest message sent as low-latency packets over peer\n"
                   "memory (default: GPU 8K, host 64; 0: none)");
-  add_size_option(list, "--direct-min", "--direct-min", o.direct_min, 0, std::uint64_t{1} << 30,
-                  "--direct-min must be 0..1 GiB",
-                  "larger messages go straight into a receive buffer in the heap\n"
-                  "(default: --ll-max; 1G: never)");
-  add_choice_option(list, "--recv-buf", "--recv-buf", o.heap_buffers,
-                    {{"heap", {true}}, {"device", {false}}},
-                    "receive buffers in the symmetric heap (default) or device memory\n"
-                    "(cudaMalloc; always through the ring)");
   add_count_option(list, "--channels", "--channels", o.channels, 1, 1024,
                    "channels (blocks per side) of the rate mode (default: GPU 32, host 2)");
   add_count_option(list, "--reps", "--reps", o.reps, 1, 1000,

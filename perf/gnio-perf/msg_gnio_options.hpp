@@ -11,14 +11,12 @@ namespace gnio::perf {
 
 /// Options of the msg subcommand, as parsed from the command line.
 struct MsgOptions {
-  bool lat = true, bw = true, rate = true;                       ///< --mode
-  unsigned channels = 0;                                         ///< --channels (0: default)
-  std::uint32_t depth = 4;                                       ///< --depth
-  std::uint64_t slot = 0;                                        ///< --slot (0: default)
-  std::uint64_t ll_max = gnio::ChannelOptions{}.ll_max;          ///< --ll-max
-  std::uint64_t direct_min = gnio::ChannelOptions{}.direct_min;  ///< --direct-min
-  bool heap_buffers = true;  ///< --recv-buf: receive into the symmetric heap (else device memory)
-  unsigned reps = 0;         ///< --reps (0: default)
+  bool lat = true, bw = true, rate = true;               ///< --mode
+  unsigned channels = 0;                                 ///< --channels (0: default)
+  std::uint32_t depth = 4;                               ///< --depth
+  std::uint64_t slot = 0;                                ///< --slot (0: default)
+  std::uint64_t ll_max = gnio::ChannelOptions{}.ll_max;  ///< --ll-max
+  unsigned reps = 0;                                     ///< --reps (0: default)
 };
 
 /// Adds msg's own options to the driver's command line, parsed into `opts`.

@@ -78,7 +78,6 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
                                                                    : ChannelOptions::kPacketsOnHost;
   const std::uint64_t ll_max = std::min<std::uint64_t>(ll_asked, o.max_message);
   options_.ll_max = ll_max;  // options() reports what is in effect, not kPacketsAuto
-  options_.direct_min = o.direct_min != ChannelOptions::kDirectAuto ? o.direct_min : ll_max;
   const std::uint64_t ll_cells = (ll_max + 3) / 4;
   // Counters and packet cells first (cleared together: a cell from before must never carry a
   // sequence number in use), then the rings.
@@ -86,8 +85,7 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
   const std::uint64_t credits_at = flags_at + slots * 8;
   const std::uint64_t sent_at = credits_at + pairs * 8;
   const std::uint64_t consumed_at = sent_at + pairs * 8;
-  const std::uint64_t posts_at = consumed_at + pairs * 8;
-  const std::uint64_t ll_at = round_up(posts_at + pairs * detail::kPostWords * 8, 256);
+  const std::uint64_t ll_at = round_up(consumed_at + pairs * 8, 256);
   const std::uint64_t rings_at = round_up(ll_at + slots * ll_cells * 8, 256);
   memory_ = comm.alloc_bytes(rings_at + slots * slot_bytes);
   open_ = true;
@@ -104,11 +102,9 @@ Channels::Channels(Comm& comm, const ChannelOptions& options) : comm_(comm), opt
   device_.credits = memory_.byte_offset<std::uint64_t>(credits_at);
   device_.sent = memory_.byte_offset<std::uint64_t>(sent_at);
   device_.consumed = memory_.byte_offset<std::uint64_t>(consumed_at);
-  device_.posts = memory_.byte_offset<std::uint64_t>(posts_at);
   device_.ll = memory_.byte_offset<std::uint64_t>(ll_at);
   device_.ll_max = ll_max;
   device_.ll_cells = ll_cells;
-  device_.direct_min = options_.direct_min;
   device_.tags = o.tags;
   device_.depth = depth;
   device_.slot_bytes = slot_bytes;

@@ -624,26 +624,17 @@ run_step() {
       mkdir -p "$r/msg"
       mps_start
       step msg-p2p timeout 300 "$R" -n 2 -- "$P" msg -e "${MSG_MAX:-64M}" --json "$r/msg/msg-p2p.json"
-      # Latency 8 B..64 KiB by way, same daemon: receive buffers in device memory (packets, then
-      # the ring); in the heap with every message straight into them (--direct-min 0), with none
-      # (1G: packets, then the ring); packets off (ll0) and up to 64 KiB (ll64k).
-      step msg-p2p-device timeout 120 "$R" -n 2 -- "$P" msg --mode lat -b 8 -e 64K -f 2 \
-        --recv-buf device --json "$r/msg/msg-p2p-device.json"
-      step msg-p2p-direct0 timeout 120 "$R" -n 2 -- "$P" msg --mode lat -b 8 -e 64K -f 2 \
-        --direct-min 0 --json "$r/msg/msg-p2p-direct0.json"
-      step msg-p2p-nodirect timeout 120 "$R" -n 2 -- "$P" msg --mode lat -b 8 -e 64K -f 2 \
-        --direct-min 1G --json "$r/msg/msg-p2p-nodirect.json"
+      # Latency 8 B..64 KiB with low-latency packets off, and up to 64 KiB, same daemon.
       step msg-p2p-ll0 timeout 120 "$R" -n 2 -- "$P" msg --mode lat -b 8 -e 64K -f 2 --ll-max 0 \
-        --direct-min 1G --json "$r/msg/msg-p2p-ll0.json"
+        --json "$r/msg/msg-p2p-ll0.json"
       step msg-p2p-ll64k timeout 120 "$R" -n 2 -- "$P" msg --mode lat -b 8 -e 64K -f 2 \
-        --ll-max 64K --direct-min 1G --json "$r/msg/msg-p2p-ll64k.json"
+        --ll-max 64K --json "$r/msg/msg-p2p-ll64k.json"
       mps_stop
       mps_start
       step msg-proxy env GNIO_NET=tcp timeout 300 "$R" -n 2 --nodes 2 -- "$P" msg \
         -e "${MSG_NET_MAX:-4M}" --json "$r/msg/msg-proxy.json"
       mps_stop
-      grep -h -E "^\[0\] +(lat|bw|rate|#)" "$r/msg-p2p.log" "$r/msg-p2p-device.log" \
-        "$r/msg-p2p-direct0.log" "$r/msg-p2p-nodirect.log" "$r/msg-p2p-ll0.log" \
+      grep -h -E "^\[0\] +(lat|bw|rate|#)" "$r/msg-p2p.log" "$r/msg-p2p-ll0.log" \
         "$r/msg-p2p-ll64k.log" "$r/msg-proxy.log" ;;
     msg-sweep)
       # Message latency 8 B..64 KiB at each depth of MSG_DEPTHS (default "1 4 64"; 4 KiB slots),

@@ -63,39 +63,17 @@ void start_counters_at(gnio::Comm& c, const Channels& set, std::uint64_t start) 
   c.bootstrap().barrier();
 }
 
-/// The sender's wait (bounded, then it goes on) until the receiver `peer` has posted a buffer for
-/// the next message on tag 0, so that a test knows which way the message goes.
-GNIO_HD inline void wait_for_post(const DeviceChannels& d, int peer) {
-  const std::uint64_t pair = static_cast<std::uint64_t>(peer) * static_cast<std::uint64_t>(d.tags);
-  const std::uint64_t n =
-      gnio::dev::atomic_load(d.comm.local(d.sent + pair), gnio::dev::Order::Relaxed);
-  const std::uint64_t* post = d.comm.local(d.posts + pair * gnio::detail::kPostWords);
-  for (long i = 0; i < (1L << 28); ++i)
-    if (gnio::dev::atomic_load(post, gnio::dev::Order::Acquire) == n + 1) return;
-}
-
-/// How exchange_in_kernel runs.
-struct Exchange {
-  std::uint64_t start = 0;    ///< the channels' counters begin here
-  bool heap_buffers = false;  ///< receive buffers in the symmetric heap (messages may go in)
-  /// The sender waits until the receiver has posted its buffer before each message larger than
-  /// direct_min (peers on one node), so every such message goes straight in: checked by ring slot
-  /// 0 staying poisoned (the sizes must leave it to those messages).
-  bool await_posts = false;
-  std::vector<std::size_t> sizes;  ///< the messages; empty: sizes_for(max_message)
-};
-
 /// Ring exchange inside one kernel: block 0 sends every message to the next rank, block 1
 /// receives every message from the previous one into its own region (each followed by a poisoned
-/// guard of 64 bytes), recording each size.
+/// guard of 64 bytes), recording each size. `start`: the channels' counters begin there.
 template <class Coop>
-void exchange_in_kernel(const gnio::ChannelOptions& o, const Exchange& x = {}) {
+void exchange_in_kernel(const gnio::ChannelOptions& o, std::uint64_t start = 0) {
   gnio::Comm& c = comm();
   const int n = c.size(), me = c.rank();
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
   Channels set(c, o);
-  if (x.start) start_counters_at(c, set, x.start);
-  const std::vector<std::size_t> sizes = x.sizes.empty() ? sizes_for(o.max_message) : x.sizes;
+  if (start) start_counters_at(c, set, start);
+  const std::vector<std::size_t> sizes = sizes_for(o.max_message);
   std::vector<std::size_t> at(sizes.size());
   std::size_t total = 0;
   for (std::size_t m = 0; m < sizes.size(); ++m) {
@@ -106,41 +84,32 @@ void exchange_in_kernel(const gnio::ChannelOptions& o, const Exchange& x = {}) {
   fill_messages(out, sizes, at, me);
   fill_messages(expected, sizes, at, prev);
   auto* src = static_cast<std::uint8_t*>(c.alloc_device(total));
-  const gnio::SymPtr<char> dst_heap = x.heap_buffers ? c.alloc_bytes(total) : gnio::SymPtr<char>{};
-  auto* dst = static_cast<std::uint8_t*>(x.heap_buffers ? c.local_address(dst_heap)
-                                                        : c.alloc_device(total));
-  const DeviceChannels d = set.device_handle();
-  const std::uint64_t ring_bytes = static_cast<std::uint64_t>(n) * d.tags * d.depth * d.slot_bytes;
-  auto* ring = static_cast<std::uint8_t*>(c.local_address(d.rings));
-  c.fill(ring, kPoison, ring_bytes, stream());
+  auto* dst = static_cast<std::uint8_t*>(c.alloc_device(total));
   const std::size_t count = sizes.size();
-  auto* meta = static_cast<std::uint64_t*>(c.alloc_device(3 * count * sizeof(std::uint64_t)));
-  std::vector<std::uint64_t> meta_host(3 * count, ~0ull);
-  for (std::size_t m = 0; m < count; ++m) {
-    meta_host[m] = sizes[m];
-    meta_host[count + m] = at[m];
-  }
+  auto* meta = static_cast<std::uint64_t*>(c.alloc_device(2 * count * sizeof(std::uint64_t)));
   gnio_test::to_device(src, out.data(), total);
   gnio_test::to_device(dst, in.data(), total);
+  std::vector<std::uint64_t> meta_host(2 * count, ~0ull);
   gnio_test::to_device(meta, meta_host.data(), meta_host.size() * sizeof(std::uint64_t));
-  c.synchronize(stream());
-  c.bootstrap().barrier();  // every ring poisoned before anyone sends
-  const std::uint64_t* sizes_dev = meta;
-  const std::uint64_t* at_dev = meta + count;
-  std::uint64_t* got = meta + 2 * count;
-  const bool await = x.await_posts && d.comm.is_p2p(next);
-  const std::uint64_t direct_min = d.direct_min;
+  std::uint64_t* sizes_dev = meta;
+  std::uint64_t* got = meta + count;
+  for (std::size_t m = 0; m < count; ++m) meta_host[m] = sizes[m];
+  gnio_test::to_device(sizes_dev, meta_host.data(), count * sizeof(std::uint64_t));
+  std::vector<std::uint64_t> offsets(at.begin(), at.end());
+  auto* offsets_dev = static_cast<std::uint64_t*>(c.alloc_device(count * sizeof(std::uint64_t)));
+  gnio_test::to_device(offsets_dev, offsets.data(), count * sizeof(std::uint64_t));
+
+  const DeviceChannels d = set.device_handle();
   gnio::launch(stream(), {.grid = 2, .block = group_threads<Coop>()}, [=] GNIO_HD() {
     if (gnio::dev::block() == 0) {
-      for (std::size_t m = 0; m < count; ++m) {
-        if (await && sizes_dev[m] > direct_min) wait_for_post(d, next);
-        if (gnio::send<Coop>(d.channel(next, 0), src + at_dev[m], sizes_dev[m]) != Status::Ok)
+      for (std::size_t m = 0; m < count; ++m)
+        if (gnio::send<Coop>(d.channel(next, 0), src + offsets_dev[m], sizes_dev[m]) != Status::Ok)
           return;
-      }
     } else {
       for (std::size_t m = 0; m < count; ++m) {
         // Capacity: the message and its guard; the guard must stay poisoned.
-        const Received r = gnio::recv<Coop>(d.channel(prev, 0), dst + at_dev[m], sizes_dev[m] + 64);
+        const Received r =
+            gnio::recv<Coop>(d.channel(prev, 0), dst + offsets_dev[m], sizes_dev[m] + 64);
         if (Coop{}.leader()) got[m] = r.status == Status::Ok ? r.bytes : ~0ull - 1;
         if (r.status != Status::Ok) return;
       }
@@ -152,19 +121,10 @@ void exchange_in_kernel(const gnio::ChannelOptions& o, const Exchange& x = {}) {
   for (std::size_t m = 0; m < count; ++m)
     EXPECT_EQ(meta_host[m], sizes[m]) << "size of message " << m;
   EXPECT_EQ(gnio_test::count_wrong(in, expected, "received"), 0u);
-  if (x.await_posts && d.comm.is_p2p(prev)) {
-    std::vector<std::uint8_t> slot(d.slot_bytes, 0), poison(d.slot_bytes, kPoison);
-    const std::uint64_t first = static_cast<std::uint64_t>(prev) * d.tags * d.depth * d.slot_bytes;
-    gnio_test::to_host(slot.data(), ring + first, slot.size());
-    EXPECT_EQ(gnio_test::count_wrong(slot, poison, "ring slot 0"), 0u)
-        << "a message larger than direct_min went through the ring";
-  }
   c.free_device(src);
-  if (x.heap_buffers)
-    c.free_bytes(dst_heap);
-  else
-    c.free_device(dst);
+  c.free_device(dst);
   c.free_device(meta);
+  c.free_device(offsets_dev);
 }
 
 GNIO_KERNEL_TEST(Channel, ThreadDepth1) {
@@ -198,43 +158,7 @@ GNIO_KERNEL_TEST(Channel, ThreadPacketsDepth1) {
 // flag then passed for the new one.
 GNIO_KERNEL_TEST(Channel, SlotNumbersWrap) {
   exchange_in_kernel<Warp>({.tags = 1, .depth = 4, .max_message = 4096, .ll_max = 1024},
-                           {.start = (std::uint64_t{1} << 32) - 5});
-}
-
-/// Messages straight into the receiver's buffer (recv() into its symmetric heap, from a peer on
-/// its node): with the sender waiting for each post, every message larger than direct_min goes
-/// into the buffer in one piece whatever its size, and the ring slots it would have used stay
-/// poisoned; smaller ones go as packets or through the ring. Slot numbers: 0 B (0), packets (1,
-/// 2), the ring (3), then direct (4..8), so ring slot 0 only ever sees direct messages. Through
-/// the proxy (NODES 2) nothing is posted and every message goes through the ring.
-template <class Coop>
-void direct_into_posted_buffers() {
-  constexpr std::size_t kSlot = 4096, kDirectMin = 1024;
-  exchange_in_kernel<Coop>(
-      {.tags = 1, .depth = 2, .max_message = kSlot, .ll_max = 256, .direct_min = kDirectMin},
-      {.heap_buffers = true,
-       .await_posts = true,
-       .sizes = {0, 8, 256, kDirectMin, kDirectMin + 1, 4097, kSlot, 3 * kSlot + 17, kLarge / 4}});
-}
-GNIO_KERNEL_TEST(Channel, DirectIntoPostedBuffersThread) {
-  direct_into_posted_buffers<Thread>();
-}
-GNIO_KERNEL_TEST(Channel, DirectIntoPostedBuffersWarp) {
-  direct_into_posted_buffers<Warp>();
-}
-GNIO_KERNEL_TEST(Channel, DirectIntoPostedBuffersBlock) {
-  direct_into_posted_buffers<Block>();
-}
-// Receive buffers in the heap without waiting for posts: whatever the timing, each message goes
-// straight in or through the ring, whole and in order (slot numbers wrapping too).
-GNIO_KERNEL_TEST(Channel, BlockDepth8HeapBuffers) {
-  exchange_in_kernel<Block>({.tags = 1, .depth = 8, .max_message = 64 << 10, .direct_min = 0},
-                            {.heap_buffers = true});
-}
-GNIO_KERNEL_TEST(Channel, WarpHeapBuffersSlotNumbersWrap) {
-  exchange_in_kernel<Warp>(
-      {.tags = 1, .depth = 2, .max_message = 4096, .ll_max = 256, .direct_min = 512},
-      {.start = (std::uint64_t{1} << 32) - 5, .heap_buffers = true});
+                           (std::uint64_t{1} << 32) - 5);
 }
 
 /// Many channels at once: kTags senders and kTags receivers (groups of type Coop, two per warp
@@ -433,24 +357,20 @@ TEST(Channel, HostBadInputIsInvalidArgument) {
 
 /// A message larger than the receiver's buffer: InvalidArgument naming both sizes, nothing written
 /// past the buffer.
-void message_larger_than_buffer(bool heap_buffer) {
+GNIO_KERNEL_TEST(ChannelFault, MessageLargerThanBuffer) {
   gnio::Comm& c = comm();
   const int me = c.rank();
-  Channels set(c, {.tags = 1, .depth = 2, .max_message = 256, .direct_min = 64});
-  const gnio::SymPtr<char> heap = c.alloc_bytes(1024);
-  auto* buf =
-      static_cast<std::uint8_t*>(heap_buffer ? c.local_address(heap) : c.alloc_device(1024));
+  Channels set(c, {.tags = 1, .depth = 2, .max_message = 256});
+  auto* buf = static_cast<std::uint8_t*>(c.alloc_device(1024));
   std::vector<std::uint8_t> poison(1024, kPoison);
   gnio_test::to_device(buf, poison.data(), poison.size());
   const DeviceChannels d = set.device_handle();
   std::string message;
   try {
     gnio::launch(stream(), {.grid = 1, .block = 32}, [=] GNIO_HD() {
-      if (me == 0) {
-        // The posted buffer (when it is in the heap) is too small: through the ring.
-        if (heap_buffer && d.comm.is_p2p(1)) wait_for_post(d, 1);
+      if (me == 0)
         (void)gnio::send<Warp>(d.channel(1, 0), buf, 600);  // three slots
-      } else if (me == 1)
+      else if (me == 1)
         (void)gnio::recv<Warp>(d.channel(0, 0), buf, 300);
     });
     c.synchronize(stream());
@@ -476,15 +396,6 @@ void message_larger_than_buffer(bool heap_buffer) {
         break;
       }
   }
-}
-
-GNIO_KERNEL_TEST(ChannelFault, MessageLargerThanBuffer) {
-  message_larger_than_buffer(false);
-}
-// The same into a buffer in the heap, posted with its capacity: the sender must not put the
-// message into it.
-GNIO_KERNEL_TEST(ChannelFault, MessageLargerThanPostedBuffer) {
-  message_larger_than_buffer(true);
 }
 
 /// A receive nobody sends to (an unmatched tag or peer) ends with Timeout within GNIO_TIMEOUT,

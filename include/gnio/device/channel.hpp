@@ -3,9 +3,7 @@
 // one in order, whole. Messages travel as put_signal() into a ring of `depth` slots in the
 // receiver's symmetric heap and are acknowledged by a credit signal back, so the same code runs
 // over peer memory and through the proxy to other nodes, on GPUs and on CPU threads. Small slots
-// to peers on the same node travel as low-latency packets instead (travels_as_packets()), and a
-// message to a peer on the same node whose recv() waits with a buffer in the symmetric heap goes
-// straight into that buffer, with no copy out of the ring (detail::kPostWords).
+// to peers on the same node travel as low-latency packets instead (travels_as_packets()).
 //
 //   gnio::launch(stream, {.grid = 1, .block = 128}, [=] GNIO_HD () {
 //     gnio::Channel to = set.channel(peer, 0);
@@ -38,16 +36,12 @@ struct DeviceChannels {
   DeviceComm comm;
   /// Receive rings: [from rank][tag][slot] of `slot_bytes` each (in the receiver's heap).
   SymPtr<char> rings;
-  /// Slot flags: [from rank][tag][slot]; slot_seq(n) << 32 | more << 31 | bytes of slot n, or
-  /// slot_seq(n) << 32 | kSlotDirect | bytes for a message put into the posted buffer.
+  /// Slot flags: [from rank][tag][slot]; slot_seq(n) << 32 | more << 31 | bytes of slot n.
   SymPtr<std::uint64_t> flags;
   /// Credits: [to rank][tag]; how many slots that receiver has consumed (in the sender's heap).
   SymPtr<std::uint64_t> credits;
   /// This rank's own counters: slots sent [to rank][tag] and consumed [from rank][tag].
   SymPtr<std::uint64_t> sent, consumed;
-  /// Posted receive buffers: [to rank][tag] x detail::kPostWords, written by that receiver into
-  /// this (the sender's) heap.
-  SymPtr<std::uint64_t> posts;
   /// Low-latency packets: [from rank][tag][slot] of `ll_cells` 8-byte cells (in the receiver's
   /// heap). See detail::travels_as_packets().
   SymPtr<std::uint64_t> ll;
@@ -57,9 +51,6 @@ struct DeviceChannels {
   std::uint64_t max_message = 0;
   std::uint64_t ll_max = 0;    ///< largest piece sent as packets (0: none)
   std::uint64_t ll_cells = 0;  ///< cells per packet slot: ll_max / 4, rounded up
-  /// Messages larger than this go straight into a posted buffer (smaller ones are cheaper as
-  /// packets or through the ring); ~0: never.
-  std::uint64_t direct_min = ~std::uint64_t{0};
 
   /// The channel to and from `peer` with `tag` (0 <= tag < tags).
   GNIO_HD_INLINE struct Channel channel(int peer, int tag) const;
@@ -89,27 +80,6 @@ namespace detail {
 
 inline constexpr std::uint64_t kSlotMore = 1ull << 31;
 inline constexpr std::uint64_t kSlotBytesMask = kSlotMore - 1;
-/// A flag's mark for a message put straight into the receiver's posted buffer; its size is the
-/// low 30 bits, 1..2^30-1. (The mark with a zero size is a ring slot of exactly 2^30 bytes,
-/// max_message's largest.)
-inline constexpr std::uint64_t kSlotDirect = 1ull << 30;
-inline constexpr std::uint64_t kDirectBytesMask = kSlotDirect - 1;
-
-/// True when `flag` marks a message put into the posted buffer.
-GNIO_HD_INLINE bool flag_direct(std::uint64_t flag) {
-  return (flag & (kSlotMore | kSlotDirect)) == kSlotDirect && (flag & kDirectBytesMask) != 0;
-}
-
-/// A posted buffer: a receiver waiting in recv() for message n of a channel from a peer on its
-/// node, into memory of its symmetric heap, tells the sender where that memory is, so that the
-/// message can be put there directly instead of into the ring and copied out. Four words in the
-/// sender's heap (DeviceChannels::posts): [0] n + 1, all 64 bits, so that a post never matches a
-/// later message, stored last with a release (the receiver's earlier writes of the buffer come
-/// first); [1] the capacity, [2] and [3] the buffer's heap offset (low and high halves), each
-/// beside slot_seq(n) in its upper half. The sender loads all four at once (one round trip) and
-/// uses the post only when all four are message n's, so it never mixes two posts' words. Only
-/// recv() posts (try_recv() returns without a message, and its buffer with it).
-inline constexpr std::uint64_t kPostWords = 4;
 
 /// Index of (rank, tag) in the per-pair arrays.
 GNIO_HD_INLINE std::uint64_t pair_index(const Channel& c, int rank) {
@@ -175,31 +145,6 @@ GNIO_HD_INLINE std::uint32_t slot_seq(std::uint64_t n) {
 /// The sequence number a flag carries.
 GNIO_HD_INLINE std::uint32_t flag_seq(std::uint64_t flag) {
   return static_cast<std::uint32_t>(flag >> 32);
-}
-
-/// The heap offset of the buffer that `post` (kPostWords words, as loaded) offers message n of
-/// `bytes`, or kNotInHeap when it is not message n's or the message does not fit.
-GNIO_HD_INLINE std::uint64_t posted_offset(const std::uint64_t* post, std::uint64_t n,
-                                           std::uint64_t bytes) {
-  const std::uint32_t seq = slot_seq(n);
-  if (post[0] != n + 1 || flag_seq(post[1]) != seq || flag_seq(post[2]) != seq ||
-      flag_seq(post[3]) != seq || bytes > (post[1] & 0xffffffffu))
-    return kNotInHeap;
-  return (post[3] & 0xffffffffu) << 32 | (post[2] & 0xffffffffu);
-}
-
-/// The leader's post of `dst` (heap offset `offset`, `capacity` bytes) for message n, into the
-/// sender's (`peer`'s) heap. Called after a group barrier: every member's writes of the buffer
-/// come before it.
-GNIO_HD_INLINE void post_buffer(const DeviceComm& dc, SymPtr<std::uint64_t> post, int peer,
-                                std::uint64_t n, std::uint64_t offset, std::uint64_t capacity) {
-  std::uint64_t* w = dc.peer_ptr(post, peer);
-  const std::uint64_t seq = static_cast<std::uint64_t>(slot_seq(n)) << 32;
-  dev::atomic_store(w + 1, seq | (capacity < 0x7fffffffu ? capacity : 0x7fffffffu),
-                    dev::Order::Relaxed);
-  dev::atomic_store(w + 2, seq | (offset & 0xffffffffu), dev::Order::Relaxed);
-  dev::atomic_store(w + 3, seq | offset >> 32, dev::Order::Relaxed);
-  dev::atomic_store(w, n + 1, dev::Order::Release);
 }
 
 /// Cells a member moves at once: their loads are issued together (a packet store is a strong
@@ -340,37 +285,12 @@ GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallS
   std::uint64_t* sent = dc.local(s.sent + mine);
   const char* from = static_cast<const char*>(src);
   std::size_t at = 0;
-  // The counter, the receiver's post (when the message may go straight into it) and the credit
-  // are loaded back to back, so their round trips overlap; only a full ring (rare) then waits
-  // for a newer credit. The post's words are loaded relaxed: the stores into the buffer take
-  // their address from them.
+  // The counter and the credit are loaded back to back, so both round trips overlap; only a full
+  // ring (rare) then waits for a newer credit.
   std::uint64_t n = dev::atomic_load(sent, dev::Order::Relaxed);
-  const bool may_go_direct =
-      bytes > s.direct_min && bytes <= detail::kDirectBytesMask && dc.is_p2p(ch.peer);
-  std::uint64_t post[detail::kPostWords] = {};
-  const std::uint64_t* post_words = dc.local(s.posts + mine * detail::kPostWords);
-  if (may_go_direct)
-    for (std::uint64_t k = 0; k < detail::kPostWords; ++k)
-      post[k] = dev::atomic_load(post_words + k, dev::Order::Relaxed);
   std::uint64_t credited = dev::atomic_load(dc.local(s.credits + mine), dev::Order::Acquire);
-  std::uint64_t direct_at = detail::kNotInHeap;
-  if (may_go_direct) {
-    direct_at = detail::posted_offset(post, n, bytes);
-    // Every member takes the same way. One that saw no post while another did loads it again (a
-    // post changes only once message n has been received, which this send has yet to deliver).
-    if (g.any(direct_at != detail::kNotInHeap)) {
-      if (direct_at == detail::kNotInHeap) {
-        for (std::uint64_t k = 0; k < detail::kPostWords; ++k)
-          post[k] = dev::atomic_load(post_words + k, dev::Order::Relaxed);
-        direct_at = detail::posted_offset(post, n, bytes);
-      }
-    } else {
-      direct_at = detail::kNotInHeap;
-    }
-  }
   do {
-    const bool direct = direct_at != detail::kNotInHeap;
-    const std::size_t piece = direct || bytes - at < s.max_message ? bytes - at : s.max_message;
+    const std::size_t piece = bytes - at < s.max_message ? bytes - at : s.max_message;
     // The slot is free once the receiver consumed the message `depth` before this one. Each
     // member that has not yet seen that credit waits for it itself, then one group barrier (the
     // same count whatever each saw: tiles of one warp share the host backend's barrier).
@@ -385,30 +305,20 @@ GNIO_HD Status send(const Channel& ch, const void* src, std::size_t bytes, CallS
     }
     const std::uint64_t slot = theirs * s.depth + detail::ring_slot(s, n);
     const bool more = at + piece < bytes;
-    const std::uint64_t seq = static_cast<std::uint64_t>(detail::slot_seq(n)) << 32;
-    if (direct) {
-      // The whole message into the posted buffer; the slot's flag says so (its ring bytes stay
-      // unused).
-      dc.put_signal<Coop>(detail::DeviceCommPort::heap_at(dc, direct_at), from, piece,
-                          s.flags + slot, seq | detail::kSlotDirect | piece, SignalOp::Set, ch.peer,
-                          site);
-    } else if (detail::travels_as_packets(s, ch.peer, piece, more)) {
-      const std::uint64_t flag = seq | static_cast<std::uint64_t>(piece);
+    const std::uint64_t flag = (static_cast<std::uint64_t>(detail::slot_seq(n)) << 32) |
+                               (more ? detail::kSlotMore : 0) | static_cast<std::uint64_t>(piece);
+    if (detail::travels_as_packets(s, ch.peer, piece, more)) {
       g.sync();  // every member's writes of the source come first (as in every group operation)
       detail::store_packets(dc.peer_ptr(s.ll + slot * s.ll_cells, ch.peer), from + at, piece,
                             detail::slot_seq(n), g);
       // No fence: the cells carry their own arrival; the flag only says which kind of slot came.
       if (g.leader())
         dev::atomic_store(dc.peer_ptr(s.flags + slot, ch.peer), flag, dev::Order::Relaxed);
-    } else {
-      const std::uint64_t flag =
-          seq | (more ? detail::kSlotMore : 0) | static_cast<std::uint64_t>(piece);
-      if (piece > 0)
-        dc.put_signal<Coop>(s.rings.byte_offset(slot * s.slot_bytes), from + at, piece,
-                            s.flags + slot, flag, SignalOp::Set, ch.peer, site);
-      else if (g.leader())
-        dc.signal(s.flags + slot, flag, SignalOp::Set, ch.peer, site);
-    }
+    } else if (piece > 0)
+      dc.put_signal<Coop>(s.rings.byte_offset(slot * s.slot_bytes), from + at, piece,
+                          s.flags + slot, flag, SignalOp::Set, ch.peer, site);
+    else if (g.leader())
+      dc.signal(s.flags + slot, flag, SignalOp::Set, ch.peer, site);
     ++n;
     at += piece;
   } while (at < bytes);
@@ -437,11 +347,7 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
   char* to = static_cast<char*>(dst);
   for (;;) {
     const std::uint64_t slot = pair * s.depth + ring_slot(s, n);
-    // A message put into the buffer this receive posted is already in `dst` (the sender checked
-    // it against the posted capacity).
-    const bool direct = flag_direct(flag);
-    const std::size_t piece =
-        static_cast<std::size_t>(flag & (direct ? kDirectBytesMask : kSlotBytesMask));
+    const std::size_t piece = static_cast<std::size_t>(flag & kSlotBytesMask);
     // Past the buffer: nothing more is copied, and the failure is reported (which fails the
     // communicator, as every device error does).
     if (r.bytes + piece > max_bytes) {
@@ -452,14 +358,14 @@ GNIO_HD Received take_message(const Channel& ch, std::uint64_t n, std::uint64_t 
       r.arrived = false;
       break;
     }
-    const bool packets = !direct && travels_as_packets(s, ch.peer, piece, (flag & kSlotMore) != 0);
+    const bool packets = travels_as_packets(s, ch.peer, piece, (flag & kSlotMore) != 0);
     Status st = Status::Ok;
     if (packets) {
       // Every member waits for its own cells (the barrier below makes the group agree).
       const SymPtr<std::uint64_t> cells = s.ll + slot * s.ll_cells;
       st = take_packets(dc, dc.local(cells), cells.offset, to + r.bytes, piece, slot_seq(n), op,
                         ch.peer, site, g);
-    } else if (!direct && piece > 0) {
+    } else if (piece > 0) {
       group_copy(to + r.bytes, dc.local(s.rings.byte_offset(slot * s.slot_bytes)), piece, g);
     }
     // Only this rank's receives read `consumed`, each after the barrier below: stored before it,
@@ -528,18 +434,6 @@ GNIO_HD Received receive(const Channel& ch, void* dst, std::size_t max_bytes, bo
   // the message holds the same flag value.
   std::uint64_t flag = 0;
   if (wait) {
-    // A buffer in this rank's heap is posted for a message that may go straight into it, after
-    // a group barrier (every member's writes of it come first).
-    if (max_bytes > s.direct_min && dc.is_p2p(ch.peer)) {
-      const std::uint64_t offset = DeviceCommPort::heap_offset(dc, dst);
-      if (offset != kNotInHeap) {
-        const Coop g{};
-        g.sync();
-        if (g.leader())
-          post_buffer(dc, s.posts + pair_index(ch, dc.rank()) * kPostWords, ch.peer, n, offset,
-                      max_bytes);
-      }
-    }
     r.status = wait_flag<Coop>(dc, flag_word, first, op, ch.peer, site, &flag);
     if (r.status != Status::Ok) return r;
   } else {

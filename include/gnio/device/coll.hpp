@@ -100,6 +100,8 @@ inline constexpr CollAlgo kCompiledAlgo<AlgoTag<A>> = A;
 inline constexpr unsigned kCollMaxBlocks = 256;
 /// Most workers of a Ring call; the pipe slots are sized by it (fewer, larger slots).
 inline constexpr unsigned kCollPipeBlocks = 16;
+/// An offset that is not in the symmetric heap.
+inline constexpr std::uint64_t kNotInHeap = ~std::uint64_t{0};
 /// What a member publishes to each peer at the start of a direct (OneShot/TwoShot) call: its
 /// input's and output's heap offsets, then the bytes between their blocks.
 inline constexpr std::size_t kCollAddrWords = 4;

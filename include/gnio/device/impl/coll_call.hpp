@@ -227,11 +227,15 @@ struct CollCall {
   }
   /// The symmetric-heap offset of `p` on this rank, or kNotInHeap.
   GNIO_HD_INLINE std::uint64_t heap_offset(const void* p) const {
-    return DeviceCommPort::heap_offset(cc.dc, p);
+    const DeviceCommState& heap = DeviceCommPort::state(cc.dc);
+    const char* base = cc.dc.local(SymPtr<char>{heap.heap_id_, 0, 0});
+    const std::uintptr_t d =
+        reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(base);
+    return p && reinterpret_cast<const char*>(p) >= base && d < heap.heap_bytes_ ? d : kNotInHeap;
   }
   /// Member m's copy of heap offset `off` as an address this rank can load and store.
   GNIO_HD_INLINE char* peer_at(int m, std::uint64_t off) const {
-    return cc.dc.peer_ptr(DeviceCommPort::heap_at(cc.dc, off), world(m));
+    return cc.dc.peer_ptr(SymPtr<char>{DeviceCommPort::state(cc.dc).heap_id_, 0, off}, world(m));
   }
 
   /// The units [begin, end) of `total` this worker owns (the same split on every rank).

@@ -10,25 +10,9 @@
 
 namespace gnio::detail {
 
-/// An offset that is not in the symmetric heap.
-inline constexpr std::uint64_t kNotInHeap = ~std::uint64_t{0};
-
 struct DeviceCommPort {
   GNIO_HD_INLINE static DeviceCommState& state(DeviceComm& dc) { return dc; }
   GNIO_HD_INLINE static const DeviceCommState& state(const DeviceComm& dc) { return dc; }
-
-  /// The symmetric-heap offset of `p` (an address in this rank's heap), or kNotInHeap.
-  GNIO_HD_INLINE static std::uint64_t heap_offset(const DeviceComm& dc, const void* p) {
-    const DeviceCommState& heap = state(dc);
-    const char* base = dc.local(heap_at(dc, 0));
-    const std::uintptr_t d =
-        reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(base);
-    return p && reinterpret_cast<const char*>(p) >= base && d < heap.heap_bytes_ ? d : kNotInHeap;
-  }
-  /// Heap offset `offset` as a symmetric address (every rank's copy of those bytes).
-  GNIO_HD_INLINE static SymPtr<char> heap_at(const DeviceComm& dc, std::uint64_t offset) {
-    return SymPtr<char>{state(dc).heap_id_, 0, offset};
-  }
 
   /// DeviceComm::report: records a failure (first one wins); later waits return Aborted.
   GNIO_HD_INLINE static void report(const DeviceComm& dc, Status status, const char* op, int peer,
