@@ -73,8 +73,8 @@ __global__ void kernel_entry(const __grid_constant__ F f) {
 /// stream from a file not compiled by nvcc.
 template <class F>
 void launch(StreamRef stream, const LaunchDims& dims, F kernel) {
-#if !defined( \
-    __CUDACC__)  // nvcc wraps extended lambdas in a type that is copyable but not trivially
+// Host compilers only: nvcc wraps extended lambdas in a type that is copyable but not trivially.
+#if !defined(__CUDACC__)
   static_assert(std::is_trivially_copyable_v<F>,
                 "a gnio kernel is copied to every thread: it must be trivially copyable");
 #endif
