@@ -105,82 +105,133 @@ GNIO_HD inline void copy_delivery_bytes(void* dst, const void* src, std::size_t 
 #endif
 }
 
+/// Applies the signals of `count` deliveries (`items[i]`: word, op, operand; a null word is none)
+/// in their order, once the data of all of them is in place (the caller's barrier ordered every
+/// thread's stores before this thread's). Whoever sees a signal's new value sees the data.
+/// On GPUs one system-scope fence before the first signal does that for all of them (a fence and
+/// then a write form a release): every release costs a MEMBAR.SYS, and with one per change of
+/// word, signals of eight blocks to eight words through the tcp proxy moved 0.26-0.35 M/s on one
+/// H100. On the host each signal is a release of its own: ThreadSanitizer does not see fences.
+template <class Item>
+GNIO_HD void apply_signals_after_data(const Item* items, std::uint32_t count) {
+#if GNIO_ON_DEVICE
+  bool fenced = false;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (!items[i].word) continue;
+    if (!fenced) dev::fence_system();
+    fenced = true;
+    (void)apply_word_op(items[i].word, 8, static_cast<WordOp>(items[i].op), items[i].operand, 0,
+                        dev::Order::Relaxed);
+  }
+#else
+  for (std::uint32_t i = 0; i < count; ++i)
+    if (items[i].word)
+      (void)apply_word_op(items[i].word, 8, static_cast<WordOp>(items[i].op), items[i].operand, 0,
+                          dev::Order::AcqRel);
+#endif
+}
+
+/// The agent's block-shared memory: a batch's entries and small data, read out of host memory by
+/// every thread at once. Each read of host memory crosses the bus (~1 us); read one field at a time
+/// by one thread, the entries of a batch took several such trips each, and the agent moved 8-byte
+/// puts at a quarter of the rate of a kernel launch per batch (bench/results/
+/// 2026-12-06-h100-delivery-agent).
+struct AgentScratch {
+  std::uint64_t end;  ///< the batch's end (thread 0 -> all)
+  std::uint64_t quit;
+  AgentEntry entries[kAgentBatch];
+  alignas(16) unsigned char data[kAgentBatch][kAgentThreadBytes];
+};
+
 /// The agent's loop, run by `threads` threads of one block (this is `thread`); `sync()` is the
-/// block's barrier and `shared` one word of block-shared memory. Returns when the host sets
-/// `stop` and every published entry is applied (or, while it waits for stream work that never
-/// completes, at once: the host stops it only at teardown then).
+/// block's barrier and `scratch` block-shared memory. Returns when the host sets `stop` and every
+/// published entry is applied (or, while it waits for stream work that never completes, at once:
+/// the host stops it only at teardown then).
+///
+/// Per batch (every published entry, up to kAgentBatch): the entries and the data of the small
+/// ones are read at once; then, run by run (a run ends before an entry flagged kAgentStartsBatch,
+/// whose data may overlap data or a signal word of the entries before it), the data lands and
+/// the run's signals are applied in order; then the batch's last mark.
 template <class Sync>
 GNIO_HD void run_delivery_agent(DeliveryRing* ring, unsigned thread, unsigned threads, Sync sync,
-                                std::uint64_t* shared) {
+                                AgentScratch* scratch) {
   constexpr std::uint64_t kReturn = ~std::uint64_t{0};
   const unsigned warp = thread / kWarpSize, lane = thread % kWarpSize;
   const unsigned warps = (threads + kWarpSize - 1) / kWarpSize;
   const unsigned lanes = threads < kWarpSize ? threads : kWarpSize;
+  // Four threads read an entry's 64 bytes (16 each) where there are enough threads.
+  const unsigned per_entry = threads >= 4 ? 4 : 1;
+  AgentEntry* const entries = scratch->entries;
   std::uint64_t next = dev::atomic_load(&ring->head, dev::Order::Relaxed);  // only this writes it
   std::uint32_t idle = 0;
   for (;;) {
     if (thread == 0) {
-      // The batch: published entries from `next`, up to kAgentBatch, up to the next that starts
-      // a batch of its own.
       const std::uint64_t tail = dev::atomic_load(&ring->tail, dev::Order::Acquire);
-      std::uint64_t end = next;
-      if (tail != next) {
-        end = next + 1;
-        while (end < tail && end - next < kAgentBatch &&
-               (ring->entries[end % kAgentSlots].flags & kAgentStartsBatch) == 0)
-          ++end;
-        // Stream work the batch follows: `after` grows along the ring, so the last one's is the
-        // most any entry of the batch waits for.
-        const std::uint64_t after = ring->entries[(end - 1) % kAgentSlots].after;
-        for (std::uint32_t it = 0;
-             dev::atomic_load(&ring->stream_done, dev::Order::Acquire) < after; ++it) {
-          if (dev::atomic_load(&ring->stop, dev::Order::Acquire) != 0) {
-            end = kReturn;
-            break;
-          }
-          dev::poll_pause(it);
-        }
-      } else if (dev::atomic_load(&ring->stop, dev::Order::Acquire) != 0) {
+      std::uint64_t end = tail - next > kAgentBatch ? next + kAgentBatch : tail;
+      // The host stops the agent only once every entry it published was applied, so an empty
+      // ring is the only place to look for it; looked at every eighth poll, since each read of
+      // host memory is a trip across the bus that delays the next look at `tail`.
+      if (end == next && idle % 8 == 7 && dev::atomic_load(&ring->stop, dev::Order::Acquire) != 0)
         end = kReturn;
-      }
-      *shared = end;
+      scratch->end = end;
+      scratch->quit = 0;
     }
     sync();
-    const std::uint64_t end = *shared;
-    sync();  // every thread has read it before thread 0 writes the next
+    const std::uint64_t end = scratch->end;
     if (end == kReturn) return;
     if (end == next) {
+      sync();  // every thread has read scratch->end before thread 0 writes the next
       dev::poll_pause(idle++);
       continue;
     }
     idle = 0;
-    // Data: small entries one thread each, larger ones a warp each, all at once.
-    for (std::uint64_t i = next; i < end; ++i) {
-      const AgentEntry& e = ring->entries[i % kAgentSlots];
-      const auto k = static_cast<unsigned>(i - next);
-      if (e.bytes == 0) continue;
-      if (e.bytes <= kAgentThreadBytes) {
-        if (k % threads == thread) copy_delivery_bytes(e.dst, e.src, e.bytes, 0, 1);
-      } else if (k % warps == warp) {
-        copy_delivery_bytes(e.dst, e.src, e.bytes, lane, lanes);
-      }
-    }
-    // Every thread's stores happen before thread 0's releases (the barrier orders them), so
-    // whoever sees a signal or the mark sees all of the data.
+    const auto count = static_cast<std::uint32_t>(end - next);
+    for (std::uint32_t k = thread / per_entry; k < count; k += threads / per_entry)
+      copy_delivery_bytes(&entries[k], &ring->entries[(next + k) % kAgentSlots], sizeof(AgentEntry),
+                          thread % per_entry, per_entry);
     sync();
     if (thread == 0) {
-      // As deliver_batch's kernel (cuda_stream_ops.cu): a release only where the signal word
-      // changes; later signals on the same word continue its release sequence.
-      const std::uint64_t* last = nullptr;
-      for (std::uint64_t i = next; i < end; ++i) {
-        const AgentEntry& e = ring->entries[i % kAgentSlots];
-        if (!e.word) continue;
-        (void)apply_word_op(e.word, 8, static_cast<WordOp>(e.op), e.operand, 0,
-                            e.word != last ? dev::Order::AcqRel : dev::Order::Relaxed);
-        last = e.word;
+      // Stream work (copy-engine data) the batch follows; `after` grows along the ring.
+      std::uint64_t after = 0;
+      for (std::uint32_t k = 0; k < count; ++k)
+        if (entries[k].after > after) after = entries[k].after;
+      for (std::uint32_t it = 0;
+           after && dev::atomic_load(&ring->stream_done, dev::Order::Acquire) < after; ++it) {
+        if (dev::atomic_load(&ring->stop, dev::Order::Acquire) != 0) {
+          scratch->quit = 1;
+          break;
+        }
+        dev::poll_pause(it);
       }
-      dev::atomic_store(&ring->done, ring->entries[(end - 1) % kAgentSlots].mark,
-                        dev::Order::Release);
+    }
+    // Small data, one thread each, read while thread 0 may still wait for the stream (reads only:
+    // the bounce buffer stays the proxy's until the mark).
+    for (std::uint32_t k = thread; k < count; k += threads)
+      if (entries[k].bytes > 0 && entries[k].bytes <= kAgentThreadBytes)
+        copy_delivery_bytes(scratch->data[k], entries[k].src, entries[k].bytes, 0, 1);
+    sync();
+    if (scratch->quit) return;
+    for (std::uint32_t begin = 0; begin < count;) {
+      std::uint32_t stop = begin + 1;
+      while (stop < count && (entries[stop].flags & kAgentStartsBatch) == 0) ++stop;
+      for (std::uint32_t k = begin; k < stop; ++k) {
+        const AgentEntry& e = entries[k];
+        if (e.bytes == 0) continue;
+        if (e.bytes <= kAgentThreadBytes) {
+          if (k % threads == thread) copy_delivery_bytes(e.dst, scratch->data[k], e.bytes, 0, 1);
+        } else if (k % warps == warp) {
+          copy_delivery_bytes(e.dst, e.src, e.bytes, lane, lanes);
+        }
+      }
+      // Every thread's stores happen before thread 0's signals (the barrier orders them).
+      sync();
+      if (thread == 0) apply_signals_after_data(entries + begin, stop - begin);
+      begin = stop;
+      // The next run's data may fall on a word signalled here: it lands after.
+      if (begin < count) sync();
+    }
+    if (thread == 0) {
+      dev::atomic_store(&ring->done, entries[count - 1].mark, dev::Order::Release);
       // The entries were read: their slots may be refilled.
       dev::atomic_store(&ring->head, end, dev::Order::Release);
     }

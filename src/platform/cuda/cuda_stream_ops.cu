@@ -62,20 +62,7 @@ __global__ void deliver_batch_kernel(DeliveryBatch b) {
       copy_delivery_bytes(b.items[i].dst, b.items[i].src, b.items[i].bytes, lane, 32);
   __syncthreads();
   if (threadIdx.x != 0) return;
-  // A signal on the word of the signal before it needs no fence of its own: one thread's atomics
-  // on one word keep their order, and a read-modify-write continues the release sequence of the
-  // release before it, so a reader that sees the later value sees the batch's data too. Only the
-  // first signal of each run on one word is a release (a system-scope release is a MEMBAR.SYS):
-  // with one release per signal, a stream of signals through the tcp proxy moved 0.031 M/s on
-  // one H100; with one per run, 0.26-0.35 M/s (bench/results/2026-12-06-h100-python-dropin-fence).
-  const std::uint64_t* last = nullptr;
-  for (unsigned i = 0; i < b.count; ++i) {
-    std::uint64_t* w = b.items[i].word;
-    if (!w) continue;
-    (void)apply_word_op(w, 8, b.items[i].op, b.items[i].operand, 0,
-                        w != last ? dev::Order::AcqRel : dev::Order::Relaxed);
-    last = w;
-  }
+  apply_signals_after_data(b.items, b.count);
   if (b.done) dev::atomic_store(b.done, b.mark, dev::Order::Release);
 }
 
@@ -84,8 +71,8 @@ struct BlockBarrier {
 };
 
 __global__ void __launch_bounds__(kAgentThreads) delivery_agent_kernel(DeliveryRing* ring) {
-  __shared__ std::uint64_t batch_end;
-  run_delivery_agent(ring, threadIdx.x, blockDim.x, BlockBarrier{}, &batch_end);
+  __shared__ AgentScratch scratch;
+  run_delivery_agent(ring, threadIdx.x, blockDim.x, BlockBarrier{}, &scratch);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -391,8 +392,7 @@ void HostBackend::deliver_batch(const Delivery* d, std::size_t count, StreamRef 
       [batch = std::vector<Delivery>(d, d + count)] {
         for (const Delivery& x : batch)
           if (x.bytes) std::memcpy(x.dst, x.src, x.bytes);
-        for (const Delivery& x : batch)
-          if (x.word) (void)apply_word_op(x.word, 8, x.op, x.operand, 0, dev::Order::AcqRel);
+        apply_signals_after_data(batch.data(), static_cast<std::uint32_t>(batch.size()));
         for (const Delivery& x : batch)
           if (x.done) dev::atomic_store(x.done, x.mark, dev::Order::Release);
       },
@@ -405,9 +405,9 @@ void HostBackend::start_delivery_agent(DeliveryRing* ring, StreamRef s) {
   // The stream's own thread is the agent: one thread, whose barrier is a no-op.
   stream->enqueue_function(
       [ring] {
-        std::uint64_t batch_end = 0;
+        auto scratch = std::make_unique<AgentScratch>();
         run_delivery_agent(
-            ring, 0, 1, [] {}, &batch_end);
+            ring, 0, 1, [] {}, scratch.get());
       },
       "delivery agent");
 }
