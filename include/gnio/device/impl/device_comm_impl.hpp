@@ -445,50 +445,43 @@ GNIO_HD inline void DeviceComm::quiet() const {
 // fence()/quiet() or a signal for that), so each costs one round trip and nothing more.
 
 // Peers on other nodes: the proxy applies the atomic at the target (4- or 8-byte word) and
-// sends the old value back; the non-fetching ones (set, add) do not wait, like put_nbi.
-#define GNIO_ATOMIC_PROXY(aop, value, expected, fetch, name)                                      \
+// sends the old value back; the non-fetching ones (set, add) do not wait, like put_nbi. `R` is
+// the function's result type: void for those, which drop proxy_atomic's (unwaited) value.
+#define GNIO_ATOMIC_PROXY(R, aop, value, expected, fetch, name)                                   \
   if (!p2p_target(peer, p.offset, sizeof(T))) [[unlikely]]                                        \
-  return static_cast<T>(proxy_atomic(aop, p.offset, sizeof(T), static_cast<std::uint64_t>(value), \
+  return static_cast<R>(proxy_atomic(aop, p.offset, sizeof(T), static_cast<std::uint64_t>(value), \
                                      static_cast<std::uint64_t>(expected), peer, fetch, name,     \
                                      site))
 
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_fetch(SymPtr<T> p, int peer, CallSite site) const {
-  GNIO_ATOMIC_PROXY(AtomicOp::Fetch, 0, 0, true, "atomic_fetch");
+  GNIO_ATOMIC_PROXY(T, AtomicOp::Fetch, 0, 0, true, "atomic_fetch");
   return dev::atomic_load(peer_ptr(p, peer), dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline void DeviceComm::atomic_set(SymPtr<T> p, T value, int peer, CallSite site) const {
-  if (!p2p_target(peer, p.offset, sizeof(T))) [[unlikely]] {
-    (void)proxy_atomic(AtomicOp::Set, p.offset, sizeof(T), static_cast<std::uint64_t>(value), 0,
-                       peer, false, "atomic_set", site);
-    return;
-  }
+  GNIO_ATOMIC_PROXY(void, AtomicOp::Set, value, 0, false, "atomic_set");
   dev::atomic_store(peer_ptr(p, peer), value, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline void DeviceComm::atomic_add(SymPtr<T> p, T value, int peer, CallSite site) const {
-  if (!p2p_target(peer, p.offset, sizeof(T))) [[unlikely]] {
-    (void)proxy_atomic(AtomicOp::Add, p.offset, sizeof(T), static_cast<std::uint64_t>(value), 0,
-                       peer, false, "atomic_add", site);
-    return;
-  }
+  GNIO_ATOMIC_PROXY(void, AtomicOp::Add, value, 0, false, "atomic_add");
   dev::atomic_fetch_add(peer_ptr(p, peer), value, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_fetch_add(SymPtr<T> p, T value, int peer, CallSite site) const {
-  GNIO_ATOMIC_PROXY(AtomicOp::FetchAdd, value, 0, true, "atomic_fetch_add");
+  GNIO_ATOMIC_PROXY(T, AtomicOp::FetchAdd, value, 0, true, "atomic_fetch_add");
   return dev::atomic_fetch_add(peer_ptr(p, peer), value, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_compare_swap(SymPtr<T> p, T expected, T desired, int peer,
                                                  CallSite site) const {
-  GNIO_ATOMIC_PROXY(AtomicOp::CompareSwap, desired, expected, true, "atomic_compare_swap");
+  GNIO_ATOMIC_PROXY(T, AtomicOp::CompareSwap, desired, expected, true, "atomic_compare_swap");
   return dev::atomic_compare_swap(peer_ptr(p, peer), expected, desired, dev::Order::Relaxed);
 }
 template <class T>
 GNIO_HD inline T DeviceComm::atomic_swap(SymPtr<T> p, T value, int peer, CallSite site) const {
-  GNIO_ATOMIC_PROXY(AtomicOp::Swap, value, 0, true, "atomic_swap");
+  GNIO_ATOMIC_PROXY(T, AtomicOp::Swap, value, 0, true, "atomic_swap");
   return dev::atomic_exchange(peer_ptr(p, peer), value, dev::Order::Relaxed);
 }
 
