@@ -88,6 +88,16 @@ GNIO_HD_INLINE std::uint64_t* addresses(const Ring& r) {
   return static_cast<std::uint64_t*>(r.entries);
 }
 
+/// `count()` run by the group's leader alone (it works the rings), its result for every thread
+/// of the group: through `handoff`, between the group's barriers.
+template <class Coop, class Count>
+GNIO_HD_INLINE unsigned leader_count(std::uint32_t* handoff, Coop g, Count count) {
+  g.sync();
+  if (g.leader()) dev::atomic_store(handoff, count(), dev::Order::Relaxed);
+  g.sync();
+  return dev::atomic_load(handoff, dev::Order::Relaxed);
+}
+
 }  // namespace detail
 
 /// Waits up to `timeout_ns` for received frames and describes up to `max` of them in `out`
@@ -217,11 +227,7 @@ GNIO_HD_INLINE void send_at(const TxQueue& q, const TxFrame& frame, std::uint32_
 template <class Coop>
 GNIO_HD_INLINE unsigned receive(const RxQueue& q, Packet* out, unsigned max,
                                 std::uint64_t timeout_ns, Coop g = {}) {
-  g.sync();
-  if (g.leader())
-    dev::atomic_store(q.handoff, receive(q, out, max, timeout_ns), dev::Order::Relaxed);
-  g.sync();
-  return dev::atomic_load(q.handoff, dev::Order::Relaxed);
+  return detail::leader_count(q.handoff, g, [&] { return receive(q, out, max, timeout_ns); });
 }
 
 /// release() for a group: after every thread of it is done with the frames.
@@ -237,11 +243,7 @@ GNIO_HD_INLINE void release(const RxQueue& q, unsigned n, Coop g) {
 template <class Coop>
 GNIO_HD_INLINE unsigned acquire(const TxQueue& q, TxFrame* frames, unsigned max,
                                 std::uint64_t timeout_ns, Coop g) {
-  g.sync();
-  if (g.leader())
-    dev::atomic_store(q.handoff, acquire(q, frames, max, timeout_ns), dev::Order::Relaxed);
-  g.sync();
-  return dev::atomic_load(q.handoff, dev::Order::Relaxed);
+  return detail::leader_count(q.handoff, g, [&] { return acquire(q, frames, max, timeout_ns); });
 }
 
 /// send() for a group: after every thread of it has written its share of the frames.
