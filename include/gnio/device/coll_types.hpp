@@ -207,35 +207,38 @@ struct fp8_e5m2 {
   GNIO_HD_INLINE explicit operator float() const { return detail::E5M2Format::to_float(bits); }
 };
 
+namespace detail {
+/// An element type's conversions to and from float: its own, except under nvcc for CUDA's 16-bit
+/// types, whose intrinsics name the rounding (their conversion operators depend on
+/// __CUDA_NO_HALF_CONVERSIONS__ and the like).
+template <class T>
+struct FloatConversion {
+  static GNIO_HD_INLINE float to(T v) { return static_cast<float>(v); }
+  static GNIO_HD_INLINE T from(float f) { return static_cast<T>(f); }
+};
+#if defined(__CUDACC__)
+template <>
+struct FloatConversion<half> {
+  static GNIO_HD_INLINE float to(half v) { return __half2float(v); }
+  static GNIO_HD_INLINE half from(float f) { return __float2half_rn(f); }
+};
+template <>
+struct FloatConversion<bfloat16> {
+  static GNIO_HD_INLINE float to(bfloat16 v) { return __bfloat162float(v); }
+  static GNIO_HD_INLINE bfloat16 from(float f) { return __float2bfloat16_rn(f); }
+};
+#endif
+}  // namespace detail
+
 /// Any element type -> float (16/8-bit floats exactly; others by conversion).
 template <class T>
 GNIO_HD_INLINE float to_float(T v) {
-  if constexpr (std::is_same_v<T, fp8_e4m3> || std::is_same_v<T, fp8_e5m2>) {
-    return static_cast<float>(v);
-#if defined(__CUDACC__)
-  } else if constexpr (std::is_same_v<T, half>) {
-    return __half2float(v);
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    return __bfloat162float(v);
-#endif
-  } else {
-    return static_cast<float>(v);
-  }
+  return detail::FloatConversion<T>::to(v);
 }
 /// float -> any element type (16/8-bit floats round to nearest even).
 template <class T>
 GNIO_HD_INLINE T from_float(float f) {
-  if constexpr (std::is_same_v<T, fp8_e4m3> || std::is_same_v<T, fp8_e5m2>) {
-    return T(f);
-#if defined(__CUDACC__)
-  } else if constexpr (std::is_same_v<T, half>) {
-    return __float2half_rn(f);
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    return __float2bfloat16_rn(f);
-#endif
-  } else {
-    return static_cast<T>(f);
-  }
+  return detail::FloatConversion<T>::from(f);
 }
 
 /// True for the types reduced in float (16- and 8-bit floats).
