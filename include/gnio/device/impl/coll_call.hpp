@@ -255,6 +255,33 @@ GNIO_HD_INLINE void grid_copy(const CollCall<Coop>& c, char* dst, const char* sr
     store_unit(dst, u, bytes, load_unit(src, u, bytes));
 }
 
+/// The blocks of an alltoall(v): the bytes and address of what this rank sends to member m and
+/// of what it receives from m. Alltoallv's table (CollArgs::a2av) sizes and places every block;
+/// alltoall's are a.bytes each, a stride apart.
+struct AllToAllBlocks {
+  const CollArgs& a;
+  const std::uint64_t* t;  ///< a.a2av
+  int n;                   ///< team size
+  GNIO_HD_INLINE AllToAllBlocks(const CollArgs& args, int members)
+      : a(args), t(args.a2av), n(members) {}
+  GNIO_HD_INLINE std::size_t send_bytes(int m) const {
+    return a.kind == CollKind::AllToAll ? a.bytes : static_cast<std::size_t>(t[m]) * a.elem_size;
+  }
+  GNIO_HD_INLINE std::size_t recv_bytes(int m) const {
+    return a.kind == CollKind::AllToAll ? a.bytes
+                                        : static_cast<std::size_t>(t[2 * n + m]) * a.elem_size;
+  }
+  GNIO_HD_INLINE const char* send_ptr(int m) const {
+    return a.in + (a.kind == CollKind::AllToAll ? static_cast<std::size_t>(m) * a.in_stride
+                                                : static_cast<std::size_t>(t[n + m]) * a.elem_size);
+  }
+  GNIO_HD_INLINE char* recv_ptr(int m) const {
+    return a.out + (a.kind == CollKind::AllToAll
+                        ? static_cast<std::size_t>(m) * a.out_stride
+                        : static_cast<std::size_t>(t[3 * n + m]) * a.elem_size);
+  }
+};
+
 /// The group copies units [ub, ue) of a `bytes`-long buffer, kUnroll units per thread in flight.
 template <class Coop>
 GNIO_HD_INLINE void copy_range(const Coop& g, char* dst, const char* src, std::size_t bytes,

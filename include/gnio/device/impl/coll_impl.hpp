@@ -18,8 +18,8 @@ template <class Coop>
 GNIO_HD void self_exec(CollCall<Coop>& c) {
   const CollArgs& a = c.a;
   if (a.kind == CollKind::AllToAllV) {
-    const std::uint64_t* t = a.a2av;
-    grid_copy(c, a.out + t[3] * a.elem_size, a.in + t[1] * a.elem_size, t[0] * a.elem_size);
+    const AllToAllBlocks blocks(a, 1);
+    grid_copy(c, blocks.recv_ptr(0), blocks.send_ptr(0), blocks.send_bytes(0));
   } else {
     grid_copy(c, a.out, a.in, a.bytes);
   }

@@ -14,23 +14,7 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
   const int n = c.n, me = c.me;
   const std::size_t cu = c.cc.ch.pipe_chunk / kUnit;  // units per message
   const unsigned gr = c.g.rank(), gs = c.g.size();
-  const std::uint64_t* t = a.a2av;
-  auto send_bytes = [&](int m) {
-    return a.kind == CollKind::AllToAll ? a.bytes : static_cast<std::size_t>(t[m]) * a.elem_size;
-  };
-  auto recv_bytes = [&](int m) {
-    return a.kind == CollKind::AllToAll ? a.bytes
-                                        : static_cast<std::size_t>(t[2 * n + m]) * a.elem_size;
-  };
-  auto send_ptr = [&](int m) {
-    return a.in + (a.kind == CollKind::AllToAll ? static_cast<std::size_t>(m) * a.in_stride
-                                                : static_cast<std::size_t>(t[n + m]) * a.elem_size);
-  };
-  auto recv_ptr = [&](int m) {
-    return a.out + (a.kind == CollKind::AllToAll
-                        ? static_cast<std::size_t>(m) * a.out_stride
-                        : static_cast<std::size_t>(t[3 * n + m]) * a.elem_size);
-  };
+  const AllToAllBlocks blocks(a, n);
   auto slices = [&](std::size_t bytes) {
     const std::size_t U = units_of(bytes);
     const std::size_t L = part_begin(U, c.W, c.w + 1) - part_begin(U, c.W, c.w);
@@ -44,19 +28,19 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
     *hi = *lo + cu < end ? *lo + cu : end;
   };
   {  // my own block
-    const std::size_t bytes = send_bytes(me);
+    const std::size_t bytes = blocks.send_bytes(me);
     const std::size_t U = units_of(bytes);
     std::size_t b, e;
     c.my_units(U, &b, &e);
-    const char* s = send_ptr(me);
-    char* d = recv_ptr(me);
+    const char* s = blocks.send_ptr(me);
+    char* d = blocks.recv_ptr(me);
     if (s != d)
       for (std::size_t u = b + gr; u < e; u += gs) store_unit(d, u, bytes, load_unit(s, u, bytes));
   }
   std::size_t jmax = 0;
   for (int m = 0; m < n; ++m) {
     if (m == me) continue;
-    const std::size_t s1 = slices(send_bytes(m)), s2 = slices(recv_bytes(m));
+    const std::size_t s1 = slices(blocks.send_bytes(m)), s2 = slices(blocks.recv_bytes(m));
     jmax = s1 > jmax ? s1 : jmax;
     jmax = s2 > jmax ? s2 : jmax;
   }
@@ -64,14 +48,14 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
     for (int k = 1; k < n; ++k) {
       const int d = (me + k) % n, s = mod(me - k, n);
       {  // send slice j to d
-        const std::size_t bytes = send_bytes(d);
+        const std::size_t bytes = blocks.send_bytes(d);
         if (j < slices(bytes)) {
           PipeOut<Coop> po(c, d);
           po.sent = j;
           std::size_t lo, hi;
           slice_units(bytes, j, &lo, &hi);
           char* slot = po.acquire();
-          const char* src = send_ptr(d);
+          const char* src = blocks.send_ptr(d);
           for (std::size_t u = lo + gr; u < hi; u += gs)
             store_pack(slot + (u - lo) * kUnit, load_unit(src, u, bytes));
           c.agree();
@@ -79,14 +63,14 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
         }
       }
       {  // receive slice j from s
-        const std::size_t bytes = recv_bytes(s);
+        const std::size_t bytes = blocks.recv_bytes(s);
         if (j < slices(bytes)) {
           PipeIn<Coop> pi(c, s);
           pi.got = j;
           std::size_t lo, hi;
           slice_units(bytes, j, &lo, &hi);
           const char* slot = pi.wait();
-          char* dst = recv_ptr(s);
+          char* dst = blocks.recv_ptr(s);
           for (std::size_t u = lo + gr; u < hi; u += gs)
             store_unit(dst, u, bytes, load_pack(slot + (u - lo) * kUnit));
           c.agree();
@@ -98,10 +82,10 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
   for (int k = 1; k < n; ++k) {
     const int d = (me + k) % n, s = mod(me - k, n);
     PipeOut<Coop> po(c, d);
-    po.sent = slices(send_bytes(d));
+    po.sent = slices(blocks.send_bytes(d));
     po.drain();
     PipeIn<Coop> pi(c, s);
-    pi.got = slices(recv_bytes(s));
+    pi.got = slices(blocks.recv_bytes(s));
     pi.commit();
   }
 }
