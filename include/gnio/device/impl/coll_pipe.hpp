@@ -8,6 +8,25 @@
 namespace gnio {
 namespace detail {
 
+/// Where a proxied pipe end's message numbers go on from: they run on from call to call, counted
+/// between calls in CollChannel::land_count.
+struct PipeCount {
+  std::uint64_t* count = nullptr;  ///< proxied: messages in earlier calls (this worker)
+  std::uint64_t before = 0;        ///< *count when this call began (p2p: 0)
+  GNIO_HD void begin(std::uint64_t* at) {
+    count = at;
+    before = *count;
+  }
+  /// Records that this call moved `messages` (the next call goes on from there). Called by every
+  /// member of the group.
+  template <class Coop>
+  GNIO_HD void record(const Coop& g, std::uint64_t messages) {
+    g.sync();  // every member has read `before`
+    if (g.leader()) *count = before + messages;
+    g.sync();
+  }
+};
+
 /// The sending end of this worker's pipe to member d: message i goes into sub-slot i % depth of
 /// this rank's area in d's scratch once d consumed message i - depth. To a peer on another node
 /// the pipe runs through the proxies' landing regions instead, with no GPU work on the way: the
@@ -27,8 +46,7 @@ struct PipeOut {
   char* base = nullptr;      ///< d's sub-slots (p2p) or this worker's outbox sub-slots (proxied)
   std::uint64_t remote = 0;  ///< offset of this rank's sub-slots in d's scratch (proxied: inbox)
   bool proxied = false;
-  std::uint64_t* count = nullptr;  ///< proxied: messages to d in earlier calls (this worker)
-  std::uint64_t before = 0;        ///< *count when this call began (p2p: 0)
+  PipeCount run;  ///< proxied: messages to d
   GNIO_HD PipeOut(CollCall<Coop>& call, int dst)
       : c(&call), d(dst), e(call.epoch(dst)), proxied(call.proxied(dst)) {
     const CollChannel& ch = call.cc.ch;
@@ -46,10 +64,7 @@ struct PipeOut {
       remote = ch.pipe.offset + mine;
       base = call.cc.dc.peer_ptr(ch.pipe, call.world(dst)) + mine;
     }
-    if (proxied) {
-      count = call.land_count(false, dst);
-      before = *count;
-    }
+    if (proxied) run.begin(call.land_count(false, dst));
   }
   /// Waits until d consumed message `i` - 1 (and every earlier one); `i` counts this call's
   /// messages (proxied: every call's).
@@ -64,7 +79,7 @@ struct PipeOut {
   /// Waits for room; where to write the next message.
   GNIO_HD char* acquire() {
     const CollChannel& ch = c->cc.ch;
-    const std::uint64_t i = before + sent;
+    const std::uint64_t i = run.before + sent;
     if (i >= ch.pipe_depth) wait_consumed(i - ch.pipe_depth + 1);
     return base + (i % ch.pipe_depth) * ch.pipe_chunk;
   }
@@ -72,7 +87,7 @@ struct PipeOut {
   /// Called by every member of the group.
   GNIO_HD void post(std::size_t bytes) {
     const CollChannel& ch = c->cc.ch;
-    const std::uint64_t at = ((before + sent) % ch.pipe_depth) * ch.pipe_chunk;
+    const std::uint64_t at = ((run.before + sent) % ch.pipe_depth) * ch.pipe_chunk;
     ++sent;
     if (!proxied) {
       if (c->g.leader()) c->signal(c->flag(ch.head, c->me), progress(e, sent), d);
@@ -87,9 +102,10 @@ struct PipeOut {
     // its sends before it applies a landing signal.)
     // A failed call sends the poison mark alone (no data): d's wait for this message fails.
     const bool ok = c->st == Status::Ok;
-    ProxyDesc desc = proxy_desc(ok ? ProxyOp::PutSignal : ProxyOp::Signal, c->world(d),
-                                ok ? base + at : nullptr, ok ? remote + at : 0, ok ? bytes : 0,
-                                c->land_flag(false, c->me), c->mark(before + sent), SignalOp::Set);
+    ProxyDesc desc =
+        proxy_desc(ok ? ProxyOp::PutSignal : ProxyOp::Signal, c->world(d), ok ? base + at : nullptr,
+                   ok ? remote + at : 0, ok ? bytes : 0, c->land_flag(false, c->me),
+                   c->mark(run.before + sent), SignalOp::Set);
     desc.flags = c->land_desc_flags(ok);
     DeviceCommPort::proxy_put<Coop>(c->cc.dc, desc, false, c->name, c->site, true);
   }
@@ -101,9 +117,7 @@ struct PipeOut {
       if (sent) wait_consumed(sent);
       return;
     }
-    c->g.sync();  // every member has read `before`
-    if (c->g.leader()) *count = before + sent;
-    c->g.sync();
+    run.record(c->g, sent);
   }
 };
 
@@ -116,8 +130,7 @@ struct PipeIn {
   std::uint64_t e = 0, got = 0;
   const char* base = nullptr;
   bool proxied = false;
-  std::uint64_t* count = nullptr;  ///< proxied: messages from s in earlier calls (this worker)
-  std::uint64_t before = 0;        ///< *count when this call began (p2p: 0)
+  PipeCount run;  ///< proxied: messages from s
   GNIO_HD PipeIn(CollCall<Coop>& call, int src)
       : c(&call), s(src), e(call.epoch(src)), proxied(call.proxied(src)) {
     const CollChannel& ch = call.cc.ch;
@@ -128,16 +141,13 @@ struct PipeIn {
          ch.pipe_depth) *
         ch.pipe_chunk;
     base = (proxied ? ch.land_in : call.cc.dc.local(ch.pipe)) + theirs;
-    if (proxied) {
-      count = call.land_count(true, src);
-      before = *count;
-    }
+    if (proxied) run.begin(call.land_count(true, src));
   }
   /// Waits for the next message; its slot.
   GNIO_HD const char* wait() {
     if (proxied) {
       const std::uint64_t h = c->land_flag(false, s);
-      c->wait_ge_at(c->land_word(h), h, before + got + 1, s);
+      c->wait_ge_at(c->land_word(h), h, run.before + got + 1, s);
     } else {
       c->wait_ge(c->flag(c->cc.ch.head, s), progress(e, got + 1), s);
     }
@@ -145,7 +155,7 @@ struct PipeIn {
   }
   /// The slot of the next message (without waiting for it).
   GNIO_HD const char* slot() const {
-    return base + ((before + got) % c->cc.ch.pipe_depth) * c->cc.ch.pipe_chunk;
+    return base + ((run.before + got) % c->cc.ch.pipe_depth) * c->cc.ch.pipe_chunk;
   }
   /// After the group barrier that follows the reads: frees the slot.
   GNIO_HD void release() {
@@ -156,18 +166,16 @@ struct PipeIn {
       return;
     }
     // Into s's inbox, where its PipeOut waits for it.
-    ProxyDesc desc = proxy_desc(ProxyOp::Signal, c->world(s), nullptr, 0, 0,
-                                c->land_flag(true, c->me), c->mark(before + got), SignalOp::Set);
+    ProxyDesc desc =
+        proxy_desc(ProxyOp::Signal, c->world(s), nullptr, 0, 0, c->land_flag(true, c->me),
+                   c->mark(run.before + got), SignalOp::Set);
     desc.flags = c->land_desc_flags(false);
     (void)DeviceCommPort::proxy_post(c->cc.dc, desc, false, c->name, c->site);
   }
   /// Ends the call's use of the pipe: proxied, records how many messages came (the next call goes
   /// on from there). Called by every member of the group.
   GNIO_HD void commit() {
-    if (!proxied) return;
-    c->g.sync();  // every member has read `before`
-    if (c->g.leader()) *count = before + got;
-    c->g.sync();
+    if (proxied) run.record(c->g, got);
   }
 };
 
