@@ -174,7 +174,6 @@ GNIO_HD void run_delivery_agent(DeliveryRing* ring, unsigned thread, unsigned th
       if (end == next && idle % 8 == 7 && dev::atomic_load(&ring->stop, dev::Order::Acquire) != 0)
         end = kReturn;
       scratch->end = end;
-      scratch->quit = 0;
     }
     sync();
     const std::uint64_t end = scratch->end;
@@ -191,10 +190,10 @@ GNIO_HD void run_delivery_agent(DeliveryRing* ring, unsigned thread, unsigned th
                           thread % per_entry, per_entry);
     sync();
     if (thread == 0) {
-      // Stream work (copy-engine data) the batch follows; `after` grows along the ring.
-      std::uint64_t after = 0;
-      for (std::uint32_t k = 0; k < count; ++k)
-        if (entries[k].after > after) after = entries[k].after;
+      // Stream work (copy-engine data) the batch follows: `after` grows along the ring, so the
+      // last entry's is the most any entry of the batch waits for.
+      const std::uint64_t after = entries[count - 1].after;
+      scratch->quit = 0;
       for (std::uint32_t it = 0;
            after && dev::atomic_load(&ring->stream_done, dev::Order::Acquire) < after; ++it) {
         if (dev::atomic_load(&ring->stop, dev::Order::Acquire) != 0) {
