@@ -76,6 +76,21 @@ template <Scope S = Scope::System, class T>
 GNIO_HD_INLINE T atomic_exchange(T* p, T v, Order o) {
   return atomic_ref_t<T, S>(*p).exchange(v, to_memory_order(o));
 }
+/// Raises `*p` to `v` if it is below; returns the value seen before.
+template <Scope S = Scope::System, class T>
+GNIO_HD_INLINE T atomic_fetch_max(T* p, T v, Order o) {
+#if defined(__CUDACC__)
+  return atomic_ref_t<T, S>(*p).fetch_max(v, to_memory_order(o));
+#else
+  // std::atomic_ref has no fetch_max before C++26.
+  atomic_ref_t<T, S> ref(*p);
+  T seen = ref.load(std::memory_order_relaxed);
+  while (seen < v &&
+         !ref.compare_exchange_weak(seen, v, to_memory_order(o), std::memory_order_relaxed)) {
+  }
+  return seen;
+#endif
+}
 /// Compare-and-swap; returns the value seen before (equal to `expected` when it succeeded).
 template <Scope S = Scope::System, class T>
 GNIO_HD_INLINE T atomic_compare_swap(T* p, T expected, T desired, Order o) {

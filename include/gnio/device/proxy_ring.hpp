@@ -90,6 +90,11 @@ struct ProxyRing {
   /// sleeps until work comes; a kernel on a GPU cannot, and the proxy's sleeps there stay short.
   alignas(64) std::uint32_t sleeping;
   std::int32_t doorbell;
+  /// Tickets reserved before the latest fence() to a peer the proxy reaches (the largest such
+  /// count; device code raises it with an atomic max). The proxy may let a large put overtake
+  /// an earlier one that is still in flight only when no fence lies between them, that is when
+  /// the earlier one's ticket is at least this.
+  alignas(64) std::uint64_t fenced;
 };
 
 namespace detail {

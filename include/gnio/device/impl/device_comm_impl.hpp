@@ -428,10 +428,18 @@ GNIO_HD inline bool DeviceComm::test(SymPtr<std::uint64_t> sig, Cmp cmp,
   return compare(dev::atomic_load(local(sig), dev::Order::Acquire), cmp, value);
 }
 
-// Proxy peers need nothing more for fence(): one ring drained in order and one connection per
-// peer pair keep a thread's operations to a peer in issue order.
-GNIO_HD inline void DeviceComm::fence(int) const {
+// A proxy peer's fence also tells the proxy where it lies in the ring (the tickets reserved so
+// far): the proxy lets a large put overtake an earlier one still in flight only where no fence
+// lies between them, and keeps every other operation in ring order.
+GNIO_HD inline void DeviceComm::fence(int peer) const {
   dev::fence_system();
+  if (proxy_.ring && static_cast<unsigned>(peer) < static_cast<unsigned>(size_) &&
+      local_index(peer) < 0) [[unlikely]] {
+    const std::uint64_t reserved =
+        dev::atomic_load<dev::Scope::Device>(proxy_.tail, dev::Order::Relaxed);
+    // Relaxed: this thread's later posts publish with a release, which orders this before them.
+    (void)dev::atomic_fetch_max(&proxy_.ring->fenced, reserved, dev::Order::Relaxed);
+  }
 }
 
 GNIO_HD inline void DeviceComm::quiet() const {

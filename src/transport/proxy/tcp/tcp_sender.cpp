@@ -30,6 +30,8 @@ constexpr int kDescriptorsPerTurn = 64;
 constexpr std::size_t kGatherMaxData = 4096;
 /// ... until this many bytes wait.
 constexpr std::size_t kGatherBytes = std::size_t{64} << 10;
+/// Striped puts in flight at once (their pieces queued on the lanes, not yet all in place).
+constexpr std::size_t kMaxStriped = 16;
 
 }  // namespace
 
@@ -41,11 +43,14 @@ class TcpProxy::Sender {
 
  private:
   // ---- one turn's steps (each returns true when it did something) ----
-  /// A striped put whose pieces are all in place at the target: its signal goes out on lane 0.
+  /// Striped puts whose pieces are all in place at the target, oldest first, retire: a
+  /// put_signal's signal goes out on lane 0 then.
   bool finish_striped();
   /// Takes up to kDescriptorsPerTurn descriptors from the ring and sends or hands out their
   /// frames.
   bool take_descriptors();
+  /// Whether the descriptor in `slot` may be taken now; `stripe`: it is a put to be striped.
+  bool may_take(const ProxyDesc& slot, bool stripe) const;
   /// Sends (or hands to lanes) the frame(s) of the descriptor in `slot`, ticket `next_`.
   void take(const ProxyDesc& slot, Clock::time_point seen, bool stripe);
   /// The head passes every ticket whose frame was sent, in order.
@@ -108,17 +113,20 @@ class TcpProxy::Sender {
   std::deque<std::uint32_t> owed_;
   std::deque<Handed> handed_;  // frames of tickets head_.., in order
   // A heap put of at least GNIO_NET_STRIPE_MIN bytes goes out in pieces, one per lane past the
-  // first, sent in parallel by their threads. Until every piece is acked no later descriptor is
-  // taken, so the put keeps its place in the order of everything this rank sends (what fence()
-  // and put_signal rely on); its signal then follows on lane 0.
+  // first, sent in parallel by their threads. Later striped puts may follow before its pieces
+  // are in place (each lane sends its pieces in ticket order), unless they write bytes it
+  // writes or a fence() lies between them; any other descriptor waits until every striped put
+  // before it is in place, so it keeps its place in the order of everything this rank sends
+  // (what fence(), signal() and put_signal rely on). A put_signal's signal follows on lane 0
+  // once its pieces and those of every striped put before it are in place.
   struct Striped {
-    bool active = false;
-    int peer = 0;
-    std::uint64_t ticket = 0;
-    bool signal = false;
-    Frame signal_frame{};
+    int peer;
+    std::uint64_t ticket;
+    std::uint64_t begin, end;  // heap bytes it writes at the target
+    bool signal;
+    Frame signal_frame;
   };
-  Striped striped_;
+  std::deque<Striped> striped_;  // in ticket order
   // Gets and atomics of this rank not yet answered, per peer (and each one's peer): a put is not
   // striped to a peer that still owes an answer, because the target could apply the pieces
   // (received on other lanes) before it reads or updates what the request names.
@@ -185,34 +193,48 @@ void TcpProxy::Sender::run() {
 }
 
 bool TcpProxy::Sender::finish_striped() {
-  if (!striped_.active) return false;
-  const std::uint32_t left = striped_.ticket < done_base_ ? 0 : owed_[striped_.ticket - done_base_];
-  if (striped_.signal && left == 1) {  // every piece is in place at the target
-    if (send_frame(striped_.peer, striped_.signal_frame, nullptr, 0))
-      in_flight(p_.at(striped_.peer, 0)).push_back(striped_.ticket);
-    striped_.active = false;
-    return true;
+  bool busy = false;
+  // Oldest first: a signal goes out only once every striped put before it is in place too (a
+  // peer that sees it sees them), and it leaves before any later one's.
+  while (!striped_.empty()) {
+    const Striped& s = striped_.front();
+    const std::uint32_t left = s.ticket < done_base_ ? 0 : owed_[s.ticket - done_base_];
+    if (left > (s.signal ? 1u : 0u)) break;
+    if (s.signal && send_frame(s.peer, s.signal_frame, nullptr, 0))
+      in_flight(p_.at(s.peer, 0)).push_back(s.ticket);
+    striped_.pop_front();
+    busy = true;
   }
-  if (!striped_.signal && left == 0) {
-    striped_.active = false;
-    return true;
-  }
-  return false;
+  return busy;
+}
+
+bool TcpProxy::Sender::may_take(const ProxyDesc& slot, bool stripe) const {
+  if (striped_.empty()) return !stripe || none_in_flight(p_.at(slot.peer, 0));
+  // Anything but a striped put waits for the striped puts before it, and so does one past the
+  // limit or past a fence() made after the oldest was posted.
+  if (!stripe || striped_.size() == kMaxStriped ||
+      striped_.front().ticket < dev::atomic_load(&p_.handle_.ring->fenced, dev::Order::Relaxed))
+    return false;
+  // Bytes two puts both write travel in ticket order only on one connection.
+  const std::uint64_t begin = slot.dst_offset, end = slot.dst_offset + slot.bytes;
+  return std::none_of(striped_.begin(), striped_.end(), [&](const Striped& s) {
+    return s.peer == slot.peer && s.begin < end && begin < s.end;
+  });
 }
 
 bool TcpProxy::Sender::take_descriptors() {
   bool busy = false;
-  for (int taken = 0; taken < kDescriptorsPerTurn && !striped_.active; ++taken) {
+  for (int taken = 0; taken < kDescriptorsPerTurn; ++taken) {
     ProxyDesc* slot = p_.handle_.slots + (next_ & mask_);
     if (!p_.descriptor_published(next_)) break;
     const Clock::time_point seen = p_.stats() ? Clock::now() : Clock::time_point{};
     const int peer = slot->peer;
-    // A put to be striped waits until this rank's earlier frames to that peer on lane 0 were
-    // applied there (acked): its pieces travel on the other connections and would otherwise
+    // A put to be striped also waits until this rank's earlier frames to that peer on lane 0
+    // were applied there (acked): its pieces travel on the other connections and would otherwise
     // overtake them (a put, fence(), then a large put to the same place must land in order).
     const bool stripe = peer >= 0 && peer < p_.size_ &&
                         p_.striping(*slot, unanswered_[static_cast<std::size_t>(peer)]);
-    if (stripe && !none_in_flight(p_.at(peer, 0))) break;
+    if (!may_take(*slot, stripe)) break;
     take(*slot, seen, stripe);
     ++next_;
     busy = true;
@@ -299,9 +321,10 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
       handed_.back().advance = 1;
       const bool signal = slot.op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
       owed_.push_back(count + (signal ? 1 : 0));
-      striped_ = Striped{true, peer, next_, signal,
-                         Frame{kFrameMagic, static_cast<std::uint32_t>(ProxyOp::Signal), p_.token_,
-                               0, 0, slot.sig_offset, slot.value, slot.sig_op, 0, 0}};
+      striped_.push_back(
+          Striped{peer, next_, slot.dst_offset, slot.dst_offset + bytes, signal,
+                  Frame{kFrameMagic, static_cast<std::uint32_t>(ProxyOp::Signal), p_.token_, 0, 0,
+                        slot.sig_offset, slot.value, slot.sig_op, 0, 0}});
       handoff.advance = 0;  // the pieces' entries move the head
     } else if (lane > 0) {
       handoff = hand(lane, peer, f, from, bytes, false, seen);
