@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "base/fail.hpp"
+#include "bootstrap/scm_rights.hpp"
 #include "bootstrap/wire.hpp"
 #include "gnio/config.hpp"
 #include "gnio/log.hpp"
@@ -258,20 +259,10 @@ std::vector<int> FdExchange::exchange(int my_fd) {
   bootstrap::encode_fd_message({seq, me}, head);
   for (int j = 0; j < n; ++j) {
     if (j == my_index_) continue;
-    iovec iov{head, sizeof(head)};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &my_fd, sizeof(int));
+    const bootstrap::ScmRightsMessage msg(head, sizeof(head), my_fd);
     for (;;) {
-      if (::sendmsg(peers_[j].get(), &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(head)))
+      if (::sendmsg(peers_[j].get(), msg.header(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(sizeof(head)))
         break;
       if (errno == EINTR) continue;
       if (errno == EAGAIN) {

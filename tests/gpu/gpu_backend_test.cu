@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/scm_rights.hpp"
 #include "gnio/error.hpp"
 #include "platform/cuda/cuda_backend.hpp"
 #include "platform/gpu_info.hpp"
@@ -156,22 +157,9 @@ void wait_ready(int sock, short events) {
 
 /// Sends `bytes` and, with `fd` >= 0, the descriptor as SCM_RIGHTS ancillary data.
 void send_message(int sock, const void* data, std::size_t bytes, int fd = -1) {
-  iovec iov{const_cast<void*>(data), bytes};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  }
+  const gnio::bootstrap::ScmRightsMessage msg(data, bytes, fd);
   wait_ready(sock, POLLOUT);
-  if (::sendmsg(sock, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(bytes))
+  if (::sendmsg(sock, msg.header(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes))
     throw std::runtime_error(std::string("sendmsg: ") + std::strerror(errno));
 }
 

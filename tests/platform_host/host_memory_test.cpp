@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/scm_rights.hpp"
 #include "host_test_util.hpp"
 #include "platform/backend.hpp"
 
@@ -75,21 +76,8 @@ constexpr int kIoTimeoutMs = 20000;
 
 /// Sends `msg` and, when fd >= 0, the descriptor with it (SCM_RIGHTS).
 bool send_msg(int sock, const void* msg, std::size_t len, int fd = -1) {
-  iovec iov{const_cast<void*>(msg), len};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  if (fd >= 0) {
-    m.msg_control = control;
-    m.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  }
-  return sendmsg(sock, &m, MSG_NOSIGNAL) == static_cast<ssize_t>(len);
+  const gnio::bootstrap::ScmRightsMessage m(msg, len, fd);
+  return sendmsg(sock, m.header(), MSG_NOSIGNAL) == static_cast<ssize_t>(len);
 }
 
 /// Receives exactly `len` bytes (one message) and the descriptor sent with it, if any (else -1).
