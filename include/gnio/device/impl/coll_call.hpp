@@ -36,8 +36,7 @@
 #include "gnio/device/coll.hpp"
 #include "gnio/device/impl/coll_pack.hpp"
 
-namespace gnio {
-namespace detail {
+namespace gnio::detail {
 
 /// Flag value of step `step` of pair call `epoch` (head/tail words).
 GNIO_HD_INLINE std::uint64_t progress(std::uint64_t epoch, std::uint64_t step) {
@@ -303,5 +302,4 @@ GNIO_HD_INLINE void copy_range(const Coop& g, char* dst, const char* src, std::s
   }
 }
 
-}  // namespace detail
-}  // namespace gnio
+}  // namespace gnio::detail

@@ -3,8 +3,7 @@
 
 #include "gnio/device/impl/coll_call.hpp"
 
-namespace gnio {
-namespace detail {
+namespace gnio::detail {
 
 template <class Coop, class T, class Ops, bool kTwoShot>
 GNIO_HD void direct_exec(CollCall<Coop>& c) {
@@ -223,5 +222,4 @@ GNIO_HD void direct_exec(CollCall<Coop>& c) {
   if (temp && c.st == Status::Ok) copy_range(c.g, a.out, dst, a.bytes, ub, ue);
 }
 
-}  // namespace detail
-}  // namespace gnio
+}  // namespace gnio::detail

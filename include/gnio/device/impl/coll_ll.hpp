@@ -3,8 +3,7 @@
 
 #include "gnio/device/impl/coll_call.hpp"
 
-namespace gnio {
-namespace detail {
+namespace gnio::detail {
 
 template <class Coop, class T, class Ops>
 GNIO_HD void ll_exec(CollCall<Coop>& c) {
@@ -100,5 +99,4 @@ GNIO_HD void ll_exec(CollCall<Coop>& c) {
   }
 }
 
-}  // namespace detail
-}  // namespace gnio
+}  // namespace gnio::detail

@@ -5,8 +5,7 @@
 
 #include "gnio/device/impl/coll_call.hpp"
 
-namespace gnio {
-namespace detail {
+namespace gnio::detail {
 
 /// Where a proxied pipe end's message numbers go on from: they run on from call to call, counted
 /// between calls in CollChannel::land_count.
@@ -186,5 +185,4 @@ struct Seg {
   std::size_t valid;
 };
 
-}  // namespace detail
-}  // namespace gnio
+}  // namespace gnio::detail

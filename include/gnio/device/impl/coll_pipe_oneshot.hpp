@@ -6,8 +6,7 @@
 
 #include "gnio/device/impl/coll_pipe.hpp"
 
-namespace gnio {
-namespace detail {
+namespace gnio::detail {
 
 template <class Coop, class T, class Ops>
 GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
@@ -148,5 +147,4 @@ GNIO_HD void pipe_oneshot_exec(CollCall<Coop>& c) {
   }
 }
 
-}  // namespace detail
-}  // namespace gnio
+}  // namespace gnio::detail

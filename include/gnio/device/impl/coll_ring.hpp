@@ -3,8 +3,7 @@
 
 #include "gnio/device/impl/coll_pipe.hpp"
 
-namespace gnio {
-namespace detail {
+namespace gnio::detail {
 
 /// Ring alltoall and alltoallv (data-movement kernels only): pairwise pipes; step (j, k) sends
 /// slice j of the block for me+k, then receives slice j of the block from me-k.
@@ -256,5 +255,4 @@ GNIO_HD void ring_exec(CollCall<Coop>& c) {
   r.pi.commit();
 }
 
-}  // namespace detail
-}  // namespace gnio
+}  // namespace gnio::detail
