@@ -10,18 +10,20 @@ namespace gnio {
 
 /// Outcome of a device-side wait, test or barrier.
 enum class Status : std::uint32_t {
+  /// Success. Zero, as are `Status{}` and the status of a StallRecord nobody wrote (zero-filled);
+  /// the failures below are numbered on from 1, in order.
   Ok = 0,
   /// The wait's deadline (GNIO_TIMEOUT) passed; a StallRecord says where.
-  Timeout = 1,
+  Timeout,
   /// The communicator was aborted (Comm::abort or an earlier device error); nothing waited.
-  Aborted = 2,
+  Aborted,
   /// The peer is not reachable by any transport compiled in and configured.
-  Unsupported = 3,
+  Unsupported,
   /// A bad argument reached the device (peer out of range, ...).
-  InvalidArgument = 4,
+  InvalidArgument,
   /// A rank of the communicator died or became unreachable (seen by the host's liveness
   /// watcher); nothing waited. DeviceComm::failed_rank() names it.
-  RemoteError = 5,
+  RemoteError,
 };
 
 /// Comparison of wait_signal/test: is `seen <cmp> value`?
