@@ -499,30 +499,30 @@ void Port::stop() {
 
 PortStats Port::stats() const {
   const Impl& m = *impl_;
-  PortStats s;
-  s.received = load_acquire(m.rx.consumer);
-  s.sent = load_acquire(m.completion.producer);
-  s.wakeups = m.wakeups.load(std::memory_order_relaxed);
+  xdp_statistics x{};  // AF_XDP's counters; all zero on a packet socket or when the read fails
+  std::uint64_t packet_drops = 0;
   if (m.xsk) {
-    xdp_statistics x{};
     socklen_t len = sizeof(x);
-    if (::getsockopt(XdpLibrary::get().socket_fd(m.xsk), SOL_XDP, XDP_STATISTICS, &x, &len) == 0) {
-      s.rx_dropped = x.rx_dropped;
-      s.rx_invalid = x.rx_invalid_descs;
-      s.tx_invalid = x.tx_invalid_descs;
-      s.rx_ring_full = x.rx_ring_full;
-      s.rx_fill_empty = x.rx_fill_ring_empty_descs;
-      s.tx_ring_empty = x.tx_ring_empty_descs;
-    }
+    if (::getsockopt(XdpLibrary::get().socket_fd(m.xsk), SOL_XDP, XDP_STATISTICS, &x, &len) != 0)
+      x = {};
   } else if (m.packet_fd >= 0) {
     tpacket_stats t{};  // counts since the last read: the port's figures are totals, so add up
     socklen_t len = sizeof(t);
     if (::getsockopt(m.packet_fd, SOL_PACKET, PACKET_STATISTICS, &t, &len) == 0)
-      s.rx_dropped = m.packet_drops.fetch_add(t.tp_drops, std::memory_order_relaxed) + t.tp_drops;
+      packet_drops = m.packet_drops.fetch_add(t.tp_drops, std::memory_order_relaxed) + t.tp_drops;
     else
-      s.rx_dropped = m.packet_drops.load(std::memory_order_relaxed);
+      packet_drops = m.packet_drops.load(std::memory_order_relaxed);
   }
-  return s;
+  // Every field, in PortStats' order.
+  return PortStats{.received = load_acquire(m.rx.consumer),
+                   .sent = load_acquire(m.completion.producer),
+                   .rx_dropped = m.xsk ? x.rx_dropped : packet_drops,
+                   .rx_invalid = x.rx_invalid_descs,
+                   .rx_ring_full = x.rx_ring_full,
+                   .rx_fill_empty = x.rx_fill_ring_empty_descs,
+                   .tx_invalid = x.tx_invalid_descs,
+                   .tx_ring_empty = x.tx_ring_empty_descs,
+                   .wakeups = m.wakeups.load(std::memory_order_relaxed)};
 }
 
 const std::uint8_t* Port::mac() const {
