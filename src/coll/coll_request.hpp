@@ -1,5 +1,6 @@
-// One host collective call as the host side of the collectives passes it around (Request), and
-// the properties of each kind that validation, staging and the cross-rank check share.
+// The properties of each collective kind that validation, staging and the cross-rank check
+// share, and one host collective call as the host side of the collectives passes it around
+// (Request).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,26 @@
 #include "gnio/coll.hpp"
 
 namespace gnio::detail {
+
+inline bool reducing(CollKind k) {
+  return k == CollKind::AllReduce || k == CollKind::ReduceScatter || k == CollKind::Reduce;
+}
+/// Input (and output) hold one block per rank.
+inline bool gathered_in(CollKind k) {
+  return k == CollKind::ReduceScatter || k == CollKind::AllToAll;
+}
+inline bool gathered_out(CollKind k) {
+  return k == CollKind::AllGather || k == CollKind::AllToAll;
+}
+/// True when TwoShot of collective k on n ranks pushes (stores into the peers' outputs, reads no
+/// peer's input) rather than reduce-scatter + allgather: allgather, alltoall and the 2-rank
+/// broadcast. The same rule as direct_exec's in gnio/device/impl/coll_direct.hpp.
+inline bool twoshot_pushes(CollKind k, int n) {
+  return gathered_out(k) || (k == CollKind::Broadcast && n == 2);
+}
+
+/// Largest byte count a call may describe (keeps every unit computation far from overflow).
+constexpr std::size_t kMaxBytes = std::size_t{1} << 50;
 
 /// One host collective call.
 struct Request {
@@ -38,25 +59,5 @@ inline Request request(CollKind kind, DataType type, RedOp op, const void* send,
   r.root = root;
   return r;
 }
-
-inline bool reducing(CollKind k) {
-  return k == CollKind::AllReduce || k == CollKind::ReduceScatter || k == CollKind::Reduce;
-}
-/// Input (and output) hold one block per rank.
-inline bool gathered_in(CollKind k) {
-  return k == CollKind::ReduceScatter || k == CollKind::AllToAll;
-}
-inline bool gathered_out(CollKind k) {
-  return k == CollKind::AllGather || k == CollKind::AllToAll;
-}
-/// True when TwoShot of collective k on n ranks pushes (stores into the peers' outputs, reads no
-/// peer's input) rather than reduce-scatter + allgather: allgather, alltoall and the 2-rank
-/// broadcast. The same rule as direct_exec's in gnio/device/impl/coll_direct.hpp.
-inline bool twoshot_pushes(CollKind k, int n) {
-  return gathered_out(k) || (k == CollKind::Broadcast && n == 2);
-}
-
-/// Largest byte count a call may describe (keeps every unit computation far from overflow).
-constexpr std::size_t kMaxBytes = std::size_t{1} << 50;
 
 }  // namespace gnio::detail
