@@ -46,35 +46,31 @@ GNIO_HD void ring_alltoall_exec(CollCall<Coop>& c) {
   for (std::size_t j = 0; j < jmax; ++j) {
     for (int k = 1; k < n; ++k) {
       const int d = (me + k) % n, s = mod(me - k, n);
-      {  // send slice j to d
-        const std::size_t bytes = blocks.send_bytes(d);
-        if (j < slices(bytes)) {
-          PipeOut<Coop> po(c, d);
-          po.sent = j;
-          std::size_t lo, hi;
-          slice_units(bytes, j, &lo, &hi);
-          char* slot = po.acquire();
-          const char* src = blocks.send_ptr(d);
-          for (std::size_t u = lo + gr; u < hi; u += gs)
-            store_pack(slot + (u - lo) * kUnit, load_unit(src, u, bytes));
-          c.agree();
-          po.post((hi - lo) * kUnit);
-        }
+      // send slice j to d
+      if (const std::size_t bytes = blocks.send_bytes(d); j < slices(bytes)) {
+        PipeOut<Coop> po(c, d);
+        po.sent = j;
+        std::size_t lo, hi;
+        slice_units(bytes, j, &lo, &hi);
+        char* slot = po.acquire();
+        const char* src = blocks.send_ptr(d);
+        for (std::size_t u = lo + gr; u < hi; u += gs)
+          store_pack(slot + (u - lo) * kUnit, load_unit(src, u, bytes));
+        c.agree();
+        po.post((hi - lo) * kUnit);
       }
-      {  // receive slice j from s
-        const std::size_t bytes = blocks.recv_bytes(s);
-        if (j < slices(bytes)) {
-          PipeIn<Coop> pi(c, s);
-          pi.got = j;
-          std::size_t lo, hi;
-          slice_units(bytes, j, &lo, &hi);
-          const char* slot = pi.wait();
-          char* dst = blocks.recv_ptr(s);
-          for (std::size_t u = lo + gr; u < hi; u += gs)
-            store_unit(dst, u, bytes, load_pack(slot + (u - lo) * kUnit));
-          c.agree();
-          pi.release();
-        }
+      // receive slice j from s
+      if (const std::size_t bytes = blocks.recv_bytes(s); j < slices(bytes)) {
+        PipeIn<Coop> pi(c, s);
+        pi.got = j;
+        std::size_t lo, hi;
+        slice_units(bytes, j, &lo, &hi);
+        const char* slot = pi.wait();
+        char* dst = blocks.recv_ptr(s);
+        for (std::size_t u = lo + gr; u < hi; u += gs)
+          store_unit(dst, u, bytes, load_pack(slot + (u - lo) * kUnit));
+        c.agree();
+        pi.release();
       }
     }
   }
