@@ -252,6 +252,11 @@ struct CollComm {
   /// each algorithm gets its own register allocation. a.algo must resolve to kAlgo.
   template <class Coop, class T, class Ops, CollAlgo kAlgo>
   GNIO_HD Status run_algo(const detail::CollArgs& a, unsigned w, unsigned W, CallSite site) const;
+  /// One call of the device API above: the calling group runs it alone (worker 0 of 1); nothing
+  /// to do for zero elements. Ops: the operator of a reducing kind, detail::CopyOp for the others.
+  template <class Coop, class Ops, class T, class Algo>
+  GNIO_HD Status group_call(CallSite site, CollKind kind, Algo algo, const T* send, T* recv,
+                            std::size_t count, int root = 0) const;
 };
 
 }  // namespace gnio

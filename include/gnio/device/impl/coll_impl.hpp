@@ -3,6 +3,8 @@
 // algorithms share are described in coll_call.hpp; each algorithm is in a header of its own.
 #pragma once
 
+#include <type_traits>
+
 #include "gnio/device/coll.hpp"
 #include "gnio/device/impl/coll_call.hpp"
 #include "gnio/device/impl/coll_direct.hpp"
@@ -182,7 +184,8 @@ GNIO_HD Status CollComm::run(const detail::CollArgs& args, unsigned w, unsigned 
 
 namespace detail {
 /// The arguments of one device-side call: `count` elements of T per block, the operator of
-/// reducing kinds, the root of rooted ones.
+/// reducing kinds, the root of rooted ones. The blocks of a gathered input (reduce_scatter,
+/// alltoall) and output (allgather, alltoall) lie one block apart.
 template <class T, class Algo>
 GNIO_HD_INLINE CollArgs call_args(CollKind kind, Algo algo, const T* send, T* recv,
                                   std::size_t count, RedOp op = RedOp::Sum, int root = 0) {
@@ -194,63 +197,58 @@ GNIO_HD_INLINE CollArgs call_args(CollKind kind, Algo algo, const T* send, T* re
   a.out = reinterpret_cast<char*>(recv);
   a.bytes = count * sizeof(T);
   a.root = root;
+  if (kind == CollKind::ReduceScatter || kind == CollKind::AllToAll) a.in_stride = a.bytes;
+  if (kind == CollKind::AllGather || kind == CollKind::AllToAll) a.out_stride = a.bytes;
   return a;
 }
 }  // namespace detail
 
+template <class Coop, class Ops, class T, class Algo>
+GNIO_HD Status CollComm::group_call(CallSite site, CollKind kind, Algo algo, const T* send, T* recv,
+                                    std::size_t count, int root) const {
+  if (count == 0) return Status::Ok;
+  // Reducing kinds run on T with their operator; the others move bytes.
+  using RunT = std::conditional_t<detail::kReduces<Ops>, T, std::uint8_t>;
+  RedOp op = RedOp::Sum;
+  if constexpr (detail::kReduces<Ops>) op = Ops::kOp;
+  return run_algo<Coop, RunT, Ops, detail::kCompiledAlgo<Algo>>(
+      detail::call_args(kind, algo, send, recv, count, op, root), 0, 1, site);
+}
+
 template <class Coop, class T, class Op, class Algo>
 GNIO_HD Status CollComm::allreduce(const T* send, T* recv, std::size_t count, Op, Algo algo,
                                    CallSite site) const {
-  if (count == 0) return Status::Ok;
-  const detail::CollArgs a =
-      detail::call_args(CollKind::AllReduce, algo, send, recv, count, Op::kOp);
-  return run_algo<Coop, T, Op, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
+  return group_call<Coop, Op>(site, CollKind::AllReduce, algo, send, recv, count);
 }
 
 template <class Coop, class T, class Op, class Algo>
 GNIO_HD Status CollComm::reduce_scatter(const T* send, T* recv, std::size_t recvcount, Op,
                                         Algo algo, CallSite site) const {
-  if (recvcount == 0) return Status::Ok;
-  detail::CollArgs a =
-      detail::call_args(CollKind::ReduceScatter, algo, send, recv, recvcount, Op::kOp);
-  a.in_stride = a.bytes;
-  return run_algo<Coop, T, Op, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
+  return group_call<Coop, Op>(site, CollKind::ReduceScatter, algo, send, recv, recvcount);
 }
 
 template <class Coop, class T, class Algo>
 GNIO_HD Status CollComm::allgather(const T* send, T* recv, std::size_t sendcount, Algo algo,
                                    CallSite site) const {
-  if (sendcount == 0) return Status::Ok;
-  detail::CollArgs a = detail::call_args(CollKind::AllGather, algo, send, recv, sendcount);
-  a.out_stride = a.bytes;
-  return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
+  return group_call<Coop, detail::CopyOp>(site, CollKind::AllGather, algo, send, recv, sendcount);
 }
 
 template <class Coop, class T, class Algo>
 GNIO_HD Status CollComm::broadcast(const T* send, T* recv, std::size_t count, int root, Algo algo,
                                    CallSite site) const {
-  if (count == 0) return Status::Ok;
-  const detail::CollArgs a =
-      detail::call_args(CollKind::Broadcast, algo, send, recv, count, RedOp::Sum, root);
-  return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
+  return group_call<Coop, detail::CopyOp>(site, CollKind::Broadcast, algo, send, recv, count, root);
 }
 
 template <class Coop, class T, class Op, class Algo>
 GNIO_HD Status CollComm::reduce(const T* send, T* recv, std::size_t count, Op, int root, Algo algo,
                                 CallSite site) const {
-  if (count == 0) return Status::Ok;
-  const detail::CollArgs a =
-      detail::call_args(CollKind::Reduce, algo, send, recv, count, Op::kOp, root);
-  return run_algo<Coop, T, Op, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
+  return group_call<Coop, Op>(site, CollKind::Reduce, algo, send, recv, count, root);
 }
 
 template <class Coop, class T, class Algo>
 GNIO_HD Status CollComm::alltoall(const T* send, T* recv, std::size_t count, Algo algo,
                                   CallSite site) const {
-  if (count == 0) return Status::Ok;
-  detail::CollArgs a = detail::call_args(CollKind::AllToAll, algo, send, recv, count);
-  a.in_stride = a.out_stride = a.bytes;
-  return run_algo<Coop, std::uint8_t, detail::CopyOp, detail::kCompiledAlgo<Algo>>(a, 0, 1, site);
+  return group_call<Coop, detail::CopyOp>(site, CollKind::AllToAll, algo, send, recv, count);
 }
 
 template <class Coop, class T, class Algo>
