@@ -362,6 +362,11 @@ constexpr std::uint64_t round_word(int rank, int round, std::size_t i) {
 /// word it waits for, so a fence the proxy ignored shows here, though not in every run).
 /// Sampled: two words of every 4 KiB (a missing piece is megabytes).
 GNIO_KERNEL_TEST(Net, PipelinedStripedPutsKeepFenceOrder) {
+#if defined(GNIO_TSAN)
+  // Reading data while a later put may still be landing on it is the point here, and a race by
+  // ThreadSanitizer's rules: what orders it runs through the other process.
+  GTEST_SKIP() << "polls put data as it lands (ThreadSanitizer build)";
+#endif
   gnio::Comm& c = comm();
   constexpr int kRoundsHere = 4;
   constexpr std::size_t kZ = (16u << 20) / 8, kA = (8u << 20) / 8, kB = ((4u << 20) + 4096) / 8;
