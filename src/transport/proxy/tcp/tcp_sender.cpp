@@ -209,7 +209,10 @@ bool TcpProxy::Sender::finish_striped() {
 }
 
 bool TcpProxy::Sender::may_take(const ProxyDesc& slot, bool stripe) const {
-  if (striped_.empty()) return !stripe || none_in_flight(p_.at(slot.peer, 0));
+  // A striped put waits until this rank's earlier frames to that peer on lane 0 were applied
+  // there (acked): its pieces travel on the other connections and would otherwise overtake them.
+  if (stripe && !none_in_flight(p_.at(slot.peer, 0))) return false;
+  if (striped_.empty()) return true;
   // Anything but a striped put waits for the striped puts before it, and so does one past the
   // limit or past a fence() made after the oldest was posted.
   if (!stripe || striped_.size() == kMaxStriped ||
@@ -229,9 +232,6 @@ bool TcpProxy::Sender::take_descriptors() {
     if (!p_.descriptor_published(next_)) break;
     const Clock::time_point seen = p_.stats() ? Clock::now() : Clock::time_point{};
     const int peer = slot->peer;
-    // A put to be striped also waits until this rank's earlier frames to that peer on lane 0
-    // were applied there (acked): its pieces travel on the other connections and would otherwise
-    // overtake them (a put, fence(), then a large put to the same place must land in order).
     const bool stripe = peer >= 0 && peer < p_.size_ &&
                         p_.striping(*slot, unanswered_[static_cast<std::size_t>(peer)]);
     if (!may_take(*slot, stripe)) break;
