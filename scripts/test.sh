@@ -79,14 +79,21 @@ run_fuzzers() {  # libFuzzer over every network decoder, FUZZ_SECONDS (default 2
     tail -30 "$dir/configure.log" "$dir/build.log" 2>/dev/null
     return 1
   fi
-  local corpus
+  # The targets fuzz at once (one process each: the machine's two cores).
+  local corpus target pids=()
   for target in "${targets[@]}"; do
     corpus=$dir/corpus-$target
     mkdir -p "$corpus"
     local dict=()
     [ -f "$root/tests/fuzz/$target.dict" ] && dict=(-dict="$root/tests/fuzz/$target.dict")
-    if (cd "$dir" && "./tests/fuzz/$target" "${dict[@]}" -max_total_time="${FUZZ_SECONDS:-20}" \
-          -print_final_stats=1 "$corpus" >"$dir/$target.log" 2>&1); then
+    (cd "$dir" && "./tests/fuzz/$target" "${dict[@]}" -max_total_time="${FUZZ_SECONDS:-20}" \
+      -print_final_stats=1 "$corpus" >"$dir/$target.log" 2>&1) &
+    pids+=($!)
+  done
+  local i
+  for i in "${!targets[@]}"; do
+    target=${targets[$i]}
+    if wait "${pids[$i]}"; then
       echo "  $target: $(grep -o 'Done [0-9]* runs' "$dir/$target.log"), no crash"
     else
       tail -40 "$dir/$target.log"

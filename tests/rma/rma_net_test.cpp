@@ -178,7 +178,11 @@ GNIO_KERNEL_TEST(Net, PostAfterIdleWakesTheProxy) {
     const double median = ms[ms.size() / 2];
     std::printf("put + quiet after 60 ms idle: median %.3f ms, min %.3f, max %.3f\n", median,
                 ms.front(), ms.back());
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    // A timing bar: under a sanitizer, beside another test on the 2-core CI machine, one run in
+    // CI read 206 ms (0.5 ms alone in the same ASan build), so there only the data is checked.
     EXPECT_LT(median, 15.0) << "the proxy did not wake for descriptors posted after an idle spell";
+#endif
   } else {
     std::vector<std::uint64_t> got(kIdleRounds);
     gnio_test::to_host(got.data(), c.local(dst), got.size() * sizeof(std::uint64_t));
