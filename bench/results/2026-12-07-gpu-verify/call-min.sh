@@ -16,7 +16,7 @@ CMAKE_EXTRA="-DGNIO_COLL=OFF -DGNIO_BUILD_EXAMPLES=OFF" \
   timeout 200 tests/gpu/session-run.sh build-perf
 echo "build done at $((SECONDS - start)) s" >"$OUT/time.txt"
 OUT=$OUT/proxy SUITE_MPS=1 \
-  SUITE_FILTER='^(rma_net_test_gpu|rma_persistent_test_gpu|rma_persistent_test_agent_gpu|rma_test_2nodes_gpu|rma_test_4_2nodes_gpu)$' \
+  SUITE_FILTER='^(rma_net_test_gpu|rma_persistent_test_gpu|rma_test_2nodes_gpu|rma_test_4_2nodes_gpu)$' \
   timeout $(($(left) > 130 ? 130 : $(left))) tests/gpu/session-run.sh suite
 echo "suite done at $((SECONDS - start)) s" >>"$OUT/time.txt"
 x=$OUT/extra

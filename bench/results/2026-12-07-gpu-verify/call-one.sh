@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# call1.sh and the most needed part of call2.sh in one device call, for when only one fits the
-# device time left: the whole build and every GPU test, then as time allows the 64 MiB put from 1
+# The first device call of a session on this tree: the whole build and every GPU test (those whose
+# two ranks must run at once on one GPU under MPS), then as time allows the 64 MiB put from 1
 # and 16 blocks beside e8c5dec's build (one run each), then the RMA latency table beside it (2
 # interleaved runs), each two-rank run under MPS.
 #   OUT=... CALL_S=580 bash bench/results/2026-12-07-gpu-verify/call-one.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Second device call of 2026-12-07 (on the machine call1.sh built on, or building first): this
+# Second device call of 2026-12-07 (on the machine call-one.sh built on, or building first): this
 # build beside e8c5dec's (before the issue-28 commits, the batched delivery agent and the striped
 # puts in flight together; packed here by tests/gpu/pack-old-build.sh e8c5dec):
 #  1. the 64 MiB put through the tcp proxy from 1 and 16 blocks, new and old interleaved, 2 runs
