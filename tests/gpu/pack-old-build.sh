@@ -13,6 +13,11 @@
 #   ldconfig -p | grep -q libucp.so.0 || export LD_LIBRARY_PATH=$PWD/.old/ucx
 #   tests/gpu/session-run.sh build vs-old
 #
+# PACK_TARGETS adds targets to the pack (gnio-run, test binaries such as rma_test_2_gpu: a test
+# needs -DGNIO_GPU_TESTS=ON, which this build sets), so a GPU machine runs an older revision's
+# tests without building them; PACK_PATCH applies a patch file to REV first (a change not
+# committed, measured beside REV itself).
+#
 # Needs nvcc (the CUDA toolkit); takes minutes on 2 cores (about 12 for a build from before the
 # collective kernel sets, 3 after them).
 set -euo pipefail
@@ -24,15 +29,20 @@ work=$(mktemp -d)
 trap 'git -C "$root" worktree remove --force "$work/src" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
 git -C "$root" worktree add --detach "$work/src" "$rev" >/dev/null
+[ -n "${PACK_PATCH:-}" ] && git -C "$work/src" apply "$(realpath "$PACK_PATCH")"
+extra=(${PACK_TARGETS:-})
 bash "$work/src/scripts/build.sh" "$work/build" -DGNIO_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DGNIO_WERROR=OFF --target gnio gnio-perf
+  -DGNIO_WERROR=OFF ${extra[@]:+-DGNIO_GPU_TESTS=ON} --target gnio gnio-perf "${extra[@]}"
 
 mkdir -p "$work/pack/.old/ucx"
 # gnio-perf moved from tools/ to perf/ on 2026-12-06: an older revision has it in tools/.
 perf=$work/build/perf/gnio-perf/gnio-perf
 [ -x "$perf" ] || perf=$work/build/tools/gnio-perf/gnio-perf
 cp -L "$work/build/src/libgnio.so.0" "$perf" "$work/pack/.old/"
-strip "$work/pack/.old/libgnio.so.0" "$work/pack/.old/gnio-perf"
+for t in "${extra[@]}"; do
+  cp -L "$(find "$work/build" -type f -name "$t" -perm -u+x | head -1)" "$work/pack/.old/"
+done
+find "$work/pack/.old" -maxdepth 1 -type f -exec strip {} +
 # The UCX libraries (and what they need) the old library linked, if any.
 ldd "$work/pack/.old/libgnio.so.0" | awk '/lib(ucp|ucs|uct|ucm|numa)\./ {print $3}' |
   while read -r lib; do cp -L "$lib" "$work/pack/.old/ucx/"; done
