@@ -248,6 +248,12 @@ struct DeviceComm : private detail::DeviceCommState {
                          bool post = true) const;
   /// quiet()'s wait for every operation posted to the proxy so far to be applied remotely.
   GNIO_HD void proxy_quiet() const;
+  /// A counter of the proxy ring that device code waits on (host memory, advanced by the proxy).
+  enum class ProxyCounter { Head, Done };
+  /// The proxy ring's counter `which` with acquire order: on a GPU this GPU's latest reading of
+  /// it, which the calling thread refreshes itself only when no other thread of the GPU is
+  /// reading one (ProxyDeviceWords says why); on the host backend the counter itself.
+  GNIO_HD std::uint64_t proxy_counter(ProxyCounter which) const;
   /// The peer-memory path of put/put_nbi/get/get_nbi: the group copies `bytes` between its
   /// barriers at entry and exit (see device_comm_impl.hpp).
   template <class Coop>

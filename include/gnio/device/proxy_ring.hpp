@@ -103,15 +103,30 @@ namespace detail {
 void host_ring_doorbell(ProxyRing* ring);
 }  // namespace detail
 
+/// The device-memory words of a proxy ring (one allocation): the ticket counter, and this GPU's
+/// latest reading of the ring's host-memory counters `head` and `done`. Device threads that wait
+/// for either read the copy here, and only one thread of the GPU at a time (the one that sets
+/// `reading`) reads the counter itself over the bus and raises the copy (DeviceComm's
+/// proxy_counter). Each such read is a round trip over PCIe; thousands of threads polling host
+/// memory at once (blocks waiting in quiet() while others still send) fill the link with them,
+/// and the copy engines that move the proxy's staged data over the same link slow down several
+/// times. Host backend: the counters are read directly (no bus).
+struct ProxyDeviceWords {
+  std::uint64_t tail;       ///< tickets reserved so far (device atomics)
+  std::uint64_t head_seen;  ///< the largest ProxyRing::head a thread of this GPU read
+  std::uint64_t done_seen;  ///< the largest ProxyRing::done a thread of this GPU read
+  std::uint32_t reading;    ///< 1 while a thread reads a host-memory counter
+};
+
 /// What device code holds of the proxy (a DeviceComm member: kernel-parameter reads, not reads
 /// across PCIe, for everything fixed at setup).
 struct ProxyHandle {
-  ProxyRing* ring = nullptr;       ///< host-mapped counters; nullptr = no proxy
-  std::uint64_t* tail = nullptr;   ///< tickets reserved so far (device memory; device atomics)
-  ProxyDesc* slots = nullptr;      ///< `capacity` descriptors (host-mapped)
-  ProxyResult* results = nullptr;  ///< `capacity` result slots (host-mapped)
-  char* inline_data = nullptr;     ///< `capacity` x kProxyInlineBytes (host-mapped)
-  std::uint64_t capacity = 0;      ///< slots (a power of two)
+  ProxyRing* ring = nullptr;          ///< host-mapped counters; nullptr = no proxy
+  ProxyDeviceWords* words = nullptr;  ///< ticket counter and counter copies (device memory)
+  ProxyDesc* slots = nullptr;         ///< `capacity` descriptors (host-mapped)
+  ProxyResult* results = nullptr;     ///< `capacity` result slots (host-mapped)
+  char* inline_data = nullptr;        ///< `capacity` x kProxyInlineBytes (host-mapped)
+  std::uint64_t capacity = 0;         ///< slots (a power of two)
 };
 
 }  // namespace gnio

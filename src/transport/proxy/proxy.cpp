@@ -65,9 +65,10 @@ Proxy::Proxy(const ProxyArgs& args)
   handle_.slots = reinterpret_cast<ProxyDesc*>(aligned + sizeof(ProxyRing));
   handle_.results = reinterpret_cast<ProxyResult*>(handle_.slots + n);
   handle_.inline_data = reinterpret_cast<char*>(handle_.results + n);
-  // The ticket counter: device memory, zeroed in stream order before any kernel can post.
-  handle_.tail = static_cast<std::uint64_t*>(backend_.alloc_device(sizeof(std::uint64_t)));
-  backend_.fill(handle_.tail, 0, sizeof(std::uint64_t), stream_);
+  // The ticket counter and the counter copies: device memory, zeroed in stream order before any
+  // kernel can post.
+  handle_.words = static_cast<ProxyDeviceWords*>(backend_.alloc_device(sizeof(ProxyDeviceWords)));
+  backend_.fill(handle_.words, 0, sizeof(ProxyDeviceWords), stream_);
   backend_.stream_synchronize(stream_);
   ring_->doorbell = -1;
   device_rings_ = backend_.kind() == platform::BackendKind::Host;
@@ -75,7 +76,7 @@ Proxy::Proxy(const ProxyArgs& args)
 
 Proxy::~Proxy() {
   for (void* m : landing_memory_) backend_.free_host_mapped(m);
-  backend_.free_device(handle_.tail);
+  backend_.free_device(handle_.words);
   backend_.free_host_mapped(ring_memory_);
   if (doorbell_fd_ >= 0) ::close(doorbell_fd_);
 }
@@ -178,7 +179,7 @@ bool Proxy::drain() {
   const Deadline deadline = Deadline::after(timeout_s_);
   // Called once device work is over: the tickets reserved so far are all there will be.
   std::uint64_t posted = 0;
-  backend_.copy(&posted, handle_.tail, sizeof(posted), stream_);
+  backend_.copy(&posted, &handle_.words->tail, sizeof(posted), stream_);
   backend_.stream_synchronize(stream_);
   for (;;) {
     if (failed() || control_stopped(*control_, dev::Order::Acquire)) return true;

@@ -144,7 +144,7 @@ class Proxy {
   DeviceControl* control_;
   double timeout_s_;
   StreamRef stream_;
-  ProxyHandle handle_{};  // handle_.tail: device memory
+  ProxyHandle handle_{};  // handle_.words: device memory
   std::atomic<bool> stop_{false};
 
  private:

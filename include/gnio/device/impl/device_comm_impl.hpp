@@ -126,19 +126,43 @@ GNIO_HD_INLINE bool DeviceComm::proxy_reaches(int peer, const void* addr, std::u
   return true;
 }
 
+GNIO_HD_INLINE std::uint64_t DeviceComm::proxy_counter(ProxyCounter which) const {
+  const std::uint64_t* counter =
+      which == ProxyCounter::Head ? &proxy_.ring->head : &proxy_.ring->done;
+#if GNIO_ON_DEVICE
+  ProxyDeviceWords* words = proxy_.words;
+  std::uint64_t* copy = which == ProxyCounter::Head ? &words->head_seen : &words->done_seen;
+  // Looked at before the exchange, so waiting threads do not all write the word each poll.
+  if (dev::atomic_load<dev::Scope::Device>(&words->reading, dev::Order::Relaxed) == 0 &&
+      dev::atomic_exchange<dev::Scope::Device>(&words->reading, 1u, dev::Order::Acquire) == 0) {
+    const std::uint64_t now = dev::atomic_load(counter, dev::Order::Acquire);
+    // Release: a thread that acquires the copy also sees what the proxy wrote before it advanced
+    // the counter (causality runs on through this thread).
+    (void)dev::atomic_fetch_max<dev::Scope::Device>(copy, now, dev::Order::Release);
+    dev::atomic_store<dev::Scope::Device>(&words->reading, 0u, dev::Order::Release);
+    return now;
+  }
+  // Another thread is reading a counter: what it read reaches the copy about one bus round trip
+  // (~1 us) from now, so looking again sooner only loads the copy's cache line.
+  __nanosleep(500);
+  return dev::atomic_load<dev::Scope::Device>(copy, dev::Order::Acquire);
+#else
+  return dev::atomic_load(counter, dev::Order::Acquire);
+#endif
+}
+
 GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, bool wait_consumed,
                                                          const char* op, CallSite site,
                                                          std::uint64_t* ticket_out) const {
-  ProxyRing* ring = proxy_.ring;
   // Relaxed: the ticket only names a slot; the slot itself is published with a release below.
   // Device scope: only this GPU's threads count tickets (the proxy reads the slots, not this).
-  const std::uint64_t ticket =
-      dev::atomic_fetch_add<dev::Scope::Device>(proxy_.tail, std::uint64_t{1}, dev::Order::Relaxed);
+  const std::uint64_t ticket = dev::atomic_fetch_add<dev::Scope::Device>(
+      &proxy_.words->tail, std::uint64_t{1}, dev::Order::Relaxed);
   const std::uint64_t capacity = proxy_.capacity;
   // A credit: the slot's previous occupant (ticket - capacity) must have been consumed.
   Status st = wait_until(
       [&](std::uint64_t& seen) {
-        seen = dev::atomic_load(&ring->head, dev::Order::Acquire);
+        seen = proxy_counter(ProxyCounter::Head);
         return ticket - seen < capacity;
       },
       op, desc.peer, desc.dst_offset, Cmp::Gt, ticket - capacity, site);
@@ -169,7 +193,8 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
   // the store above before the read of `sleeping` (the proxy announces its sleep before its last
   // look at the ring the same way), so either it sees the descriptor or this sees it asleep.
   dev::fence_system();
-  if (dev::atomic_load(&ring->sleeping, dev::Order::Relaxed) != 0) detail::host_ring_doorbell(ring);
+  if (dev::atomic_load(&proxy_.ring->sleeping, dev::Order::Relaxed) != 0)
+    detail::host_ring_doorbell(proxy_.ring);
 #endif
   if (ticket_out) *ticket_out = ticket;
   // Inline data was copied into the slot: the source may be reused now, without waiting for the
@@ -178,7 +203,7 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
   if (!wait_consumed || (flags & kProxyInline) != 0) return true;
   return wait_until(
              [&](std::uint64_t& seen) {
-               seen = dev::atomic_load(&ring->head, dev::Order::Acquire);
+               seen = proxy_counter(ProxyCounter::Head);
                return seen > ticket;
              },
              op, desc.peer, desc.dst_offset, Cmp::Gt, ticket, site) == Status::Ok;
@@ -207,10 +232,9 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_put(const ProxyDesc& desc, b
 GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_wait_done(std::uint64_t ticket, const char* op,
                                                               int peer, std::uint64_t offset,
                                                               CallSite site) const {
-  ProxyRing* ring = proxy_.ring;
   return wait_until(
              [&](std::uint64_t& seen) {
-               seen = dev::atomic_load(&ring->done, dev::Order::Acquire);
+               seen = proxy_counter(ProxyCounter::Done);
                return seen > ticket;
              },
              op, peer, offset, Cmp::Gt, ticket, site) == Status::Ok;
@@ -261,12 +285,11 @@ GNIO_NOINLINE GNIO_HD inline std::uint64_t DeviceComm::proxy_atomic(
 }
 
 GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_quiet() const {
-  ProxyRing* ring = proxy_.ring;
   const std::uint64_t issued =
-      dev::atomic_load<dev::Scope::Device>(proxy_.tail, dev::Order::Acquire);
+      dev::atomic_load<dev::Scope::Device>(&proxy_.words->tail, dev::Order::Acquire);
   (void)wait_until(
       [&](std::uint64_t& seen) {
-        seen = dev::atomic_load(&ring->done, dev::Order::Acquire);
+        seen = proxy_counter(ProxyCounter::Done);
         return seen >= issued;
       },
       "quiet (proxy)", -1, ~0ull, Cmp::Ge, issued, CallSite{});
@@ -436,7 +459,7 @@ GNIO_HD inline void DeviceComm::fence(int peer) const {
   if (proxy_.ring && static_cast<unsigned>(peer) < static_cast<unsigned>(size_) &&
       local_index(peer) < 0) [[unlikely]] {
     const std::uint64_t reserved =
-        dev::atomic_load<dev::Scope::Device>(proxy_.tail, dev::Order::Relaxed);
+        dev::atomic_load<dev::Scope::Device>(&proxy_.words->tail, dev::Order::Relaxed);
     // Relaxed: this thread's later posts publish with a release, which orders this before them.
     (void)dev::atomic_fetch_max(&proxy_.ring->fenced, reserved, dev::Order::Relaxed);
   }
