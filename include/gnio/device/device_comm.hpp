@@ -250,10 +250,14 @@ struct DeviceComm : private detail::DeviceCommState {
   GNIO_HD void proxy_quiet() const;
   /// A counter of the proxy ring that device code waits on (host memory, advanced by the proxy).
   enum class ProxyCounter { Head, Done };
-  /// The proxy ring's counter `which` with acquire order: on a GPU this GPU's latest reading of
-  /// it, which the calling thread refreshes itself only when no other thread of the GPU is
-  /// reading one (ProxyDeviceWords says why); on the host backend the counter itself.
-  GNIO_HD std::uint64_t proxy_counter(ProxyCounter which) const;
+  /// wait_until() for `enough(value)` of the proxy ring's counter `which`, read with acquire
+  /// order. On a GPU the threads read this GPU's copy of the counter, and a thread reads the
+  /// counter itself (and raises the copy) only when the copy is not enough and no other thread of
+  /// the GPU is reading one (ProxyDeviceWords says why); on the host backend the counter itself.
+  template <class Enough>
+  GNIO_HD Status proxy_wait(ProxyCounter which, Enough enough, const char* op, int peer,
+                            std::uint64_t heap_offset, Cmp cmp, std::uint64_t expected,
+                            CallSite site) const;
   /// The peer-memory path of put/put_nbi/get/get_nbi: the group copies `bytes` between its
   /// barriers at entry and exit (see device_comm_impl.hpp).
   template <class Coop>

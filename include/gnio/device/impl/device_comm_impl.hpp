@@ -126,28 +126,43 @@ GNIO_HD_INLINE bool DeviceComm::proxy_reaches(int peer, const void* addr, std::u
   return true;
 }
 
-GNIO_HD_INLINE std::uint64_t DeviceComm::proxy_counter(ProxyCounter which) const {
+template <class Enough>
+GNIO_HD_INLINE Status DeviceComm::proxy_wait(ProxyCounter which, Enough enough, const char* op,
+                                             int peer, std::uint64_t heap_offset, Cmp cmp,
+                                             std::uint64_t expected, CallSite site) const {
   const std::uint64_t* counter =
       which == ProxyCounter::Head ? &proxy_.ring->head : &proxy_.ring->done;
 #if GNIO_ON_DEVICE
   ProxyDeviceWords* words = proxy_.words;
   std::uint64_t* copy = which == ProxyCounter::Head ? &words->head_seen : &words->done_seen;
-  // Looked at before the exchange, so waiting threads do not all write the word each poll.
-  if (dev::atomic_load<dev::Scope::Device>(&words->reading, dev::Order::Relaxed) == 0 &&
-      dev::atomic_exchange<dev::Scope::Device>(&words->reading, 1u, dev::Order::Acquire) == 0) {
-    const std::uint64_t now = dev::atomic_load(counter, dev::Order::Acquire);
-    // Release: a thread that acquires the copy also sees what the proxy wrote before it advanced
-    // the counter (causality runs on through this thread).
-    (void)dev::atomic_fetch_max<dev::Scope::Device>(copy, now, dev::Order::Release);
-    dev::atomic_store<dev::Scope::Device>(&words->reading, 0u, dev::Order::Release);
-    return now;
-  }
-  // Another thread is reading a counter: what it read reaches the copy about one bus round trip
-  // (~1 us) from now, so looking again sooner only loads the copy's cache line.
-  __nanosleep(500);
-  return dev::atomic_load<dev::Scope::Device>(copy, dev::Order::Acquire);
+  return wait_until(
+      [&](std::uint64_t& seen) {
+        seen = dev::atomic_load<dev::Scope::Device>(copy, dev::Order::Acquire);
+        if (enough(seen)) return true;
+        // Looked at before the exchange, so waiting threads do not all write the word each poll.
+        if (dev::atomic_load<dev::Scope::Device>(&words->reading, dev::Order::Relaxed) == 0 &&
+            dev::atomic_exchange<dev::Scope::Device>(&words->reading, 1u, dev::Order::Acquire) ==
+                0) {
+          seen = dev::atomic_load(counter, dev::Order::Acquire);
+          // Release: a thread that acquires the copy also sees what the proxy wrote before it
+          // advanced the counter (causality runs on through this thread).
+          (void)dev::atomic_fetch_max<dev::Scope::Device>(copy, seen, dev::Order::Release);
+          dev::atomic_store<dev::Scope::Device>(&words->reading, 0u, dev::Order::Release);
+          return enough(seen);
+        }
+        // Another thread is reading a counter: what it read reaches the copy about one bus round
+        // trip (~1 us) from now, so looking again sooner only loads the copy's cache line.
+        __nanosleep(500);
+        return false;
+      },
+      op, peer, heap_offset, cmp, expected, site);
 #else
-  return dev::atomic_load(counter, dev::Order::Acquire);
+  return wait_until(
+      [&](std::uint64_t& seen) {
+        seen = dev::atomic_load(counter, dev::Order::Acquire);
+        return enough(seen);
+      },
+      op, peer, heap_offset, cmp, expected, site);
 #endif
 }
 
@@ -160,12 +175,9 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
       &proxy_.words->tail, std::uint64_t{1}, dev::Order::Relaxed);
   const std::uint64_t capacity = proxy_.capacity;
   // A credit: the slot's previous occupant (ticket - capacity) must have been consumed.
-  Status st = wait_until(
-      [&](std::uint64_t& seen) {
-        seen = proxy_counter(ProxyCounter::Head);
-        return ticket - seen < capacity;
-      },
-      op, desc.peer, desc.dst_offset, Cmp::Gt, ticket - capacity, site);
+  Status st = proxy_wait(
+      ProxyCounter::Head, [&](std::uint64_t head) { return ticket - head < capacity; }, op,
+      desc.peer, desc.dst_offset, Cmp::Gt, ticket - capacity, site);
   if (st != Status::Ok) return false;
   ProxyDesc* slot = proxy_.slots + (ticket & (capacity - 1));
   std::uint32_t flags = desc.flags;
@@ -201,12 +213,9 @@ GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_post(const ProxyDesc& desc, 
   // proxy to take the descriptor (a blocking put or put_signal of up to kProxyInlineBytes costs
   // what put_nbi costs).
   if (!wait_consumed || (flags & kProxyInline) != 0) return true;
-  return wait_until(
-             [&](std::uint64_t& seen) {
-               seen = proxy_counter(ProxyCounter::Head);
-               return seen > ticket;
-             },
-             op, desc.peer, desc.dst_offset, Cmp::Gt, ticket, site) == Status::Ok;
+  return proxy_wait(
+             ProxyCounter::Head, [&](std::uint64_t head) { return head > ticket; }, op, desc.peer,
+             desc.dst_offset, Cmp::Gt, ticket, site) == Status::Ok;
 }
 
 template <class Coop>
@@ -232,12 +241,9 @@ GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_put(const ProxyDesc& desc, b
 GNIO_NOINLINE GNIO_HD inline bool DeviceComm::proxy_wait_done(std::uint64_t ticket, const char* op,
                                                               int peer, std::uint64_t offset,
                                                               CallSite site) const {
-  return wait_until(
-             [&](std::uint64_t& seen) {
-               seen = proxy_counter(ProxyCounter::Done);
-               return seen > ticket;
-             },
-             op, peer, offset, Cmp::Gt, ticket, site) == Status::Ok;
+  return proxy_wait(
+             ProxyCounter::Done, [&](std::uint64_t done) { return done > ticket; }, op, peer,
+             offset, Cmp::Gt, ticket, site) == Status::Ok;
 }
 
 template <class Coop>
@@ -287,12 +293,9 @@ GNIO_NOINLINE GNIO_HD inline std::uint64_t DeviceComm::proxy_atomic(
 GNIO_NOINLINE GNIO_HD inline void DeviceComm::proxy_quiet() const {
   const std::uint64_t issued =
       dev::atomic_load<dev::Scope::Device>(&proxy_.words->tail, dev::Order::Acquire);
-  (void)wait_until(
-      [&](std::uint64_t& seen) {
-        seen = proxy_counter(ProxyCounter::Done);
-        return seen >= issued;
-      },
-      "quiet (proxy)", -1, ~0ull, Cmp::Ge, issued, CallSite{});
+  (void)proxy_wait(
+      ProxyCounter::Done, [&](std::uint64_t done) { return done >= issued; }, "quiet (proxy)", -1,
+      ~0ull, Cmp::Ge, issued, CallSite{});
 }
 
 GNIO_NOINLINE GNIO_HD inline void DeviceComm::reject_target(const char* op, int peer,
