@@ -33,6 +33,8 @@
 // call's flag, so a rank that got every packet has the right result and may return Ok.
 #pragma once
 
+#include <type_traits>
+
 #include "gnio/device/coll.hpp"
 #include "gnio/device/impl/coll_pack.hpp"
 
@@ -163,6 +165,19 @@ struct CollCall {
       return;
     st = wait_ge_slow(cc.dc, p, value, name, peer_member >= 0 ? world(peer_member) : -1, offset,
                       site);
+  }
+  /// wait_ge_at on a word of this rank's landing inbox (host memory, read over the bus), for the
+  /// whole group: a group larger than a warp has its leader poll and meets after it, every member
+  /// with the same status. A warp's loads of one word are one bus read; a block's are one per
+  /// warp, and a kernel's blocks polling so take the link from the landing data they then read.
+  /// (The barrier orders the members' reads of that data after the leader's acquire.)
+  GNIO_HD_INLINE void wait_landed(std::uint64_t offset, std::uint64_t value, int peer_member) {
+    if constexpr (std::is_same_v<Coop, Block>) {
+      if (g.leader()) wait_ge_at(land_word(offset), offset, value, peer_member);
+      agree();
+    } else {
+      wait_ge_at(land_word(offset), offset, value, peer_member);
+    }
   }
   /// A group barrier after which every member has the same status: Ok only when it is Ok on
   /// every member, otherwise one of the members' failures (the same one everywhere). Every

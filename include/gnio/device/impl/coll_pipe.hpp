@@ -69,8 +69,7 @@ struct PipeOut {
   /// messages (proxied: every call's).
   GNIO_HD void wait_consumed(std::uint64_t i) {
     if (proxied) {
-      const std::uint64_t t = c->land_flag(true, d);
-      c->wait_ge_at(c->land_word(t), t, i, d);
+      c->wait_landed(c->land_flag(true, d), i, d);
     } else {
       c->wait_ge(c->flag(c->cc.ch.tail, d), progress(e, i), d);
     }
@@ -145,8 +144,7 @@ struct PipeIn {
   /// Waits for the next message; its slot.
   GNIO_HD const char* wait() {
     if (proxied) {
-      const std::uint64_t h = c->land_flag(false, s);
-      c->wait_ge_at(c->land_word(h), h, run.before + got + 1, s);
+      c->wait_landed(c->land_flag(false, s), run.before + got + 1, s);
     } else {
       c->wait_ge(c->flag(c->cc.ch.head, s), progress(e, got + 1), s);
     }
