@@ -1,0 +1,48 @@
+# What every one-call script for the GPU machine starts with (sourced, from bash, by a script that
+# sets OUT and optionally CALL_S, the seconds the call may take; default 580):
+#
+#   source "$(dirname "$0")/../../../tests/gpu/device-call.sh"   # from bench/results/DATE-NAME/
+#
+# It moves to the repository root and defines:
+#   R, P       gnio-run and gnio-perf of ./build-gpu (session-run.sh build)
+#   MPS_TESTS  the GPU tests whose two ranks must run at once on one GPU (run them under MPS)
+#   x          $OUT/extra, where the call's own logs go (made here)
+#   left       seconds left of CALL_S;  at TEXT: "TEXT at N s" into $OUT/time.txt and stdout
+#   build      the whole build (session-run.sh build, 230 s at most)
+#   suite S    every GPU test: those outside MPS_TESTS within S seconds, then MPS_TESTS under MPS
+#              within what is left
+#   unpack_pack NAME  .oldpack/old-NAME.tgz into p/NAME (its files in p/NAME/.old); sets `old` to
+#              that folder and `ucx` to UCX libraries for machines without them
+#   finish     $x/time.txt, $OUT/extra.tgz, and the suites' raw folders removed (only a few files
+#              come back from a call)
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+start=$SECONDS
+R=$PWD/build-gpu/tools/gnio-run/gnio-run P=$PWD/build-gpu/perf/gnio-perf/gnio-perf
+MPS_TESTS='^(perf_coll_kernel_quick_gpu|coll_test_4_2nodes_gpu|coll_pieces_mixed_staging_2_gpu|rma_test_2nodes_gpu|coll_test_4_2nodes_hier_gpu)$'
+x=$OUT/extra
+mkdir -p "$x"
+nvidia-smi -L >"$OUT/gpu.txt" 2>&1
+left() { echo $((${CALL_S:-580} - (SECONDS - start))); }
+at() { echo "$* at $((SECONDS - start)) s" | tee -a "$OUT/time.txt"; }
+build() {
+  OUT=$OUT/a timeout 230 tests/gpu/session-run.sh build
+  at "build done"
+}
+suite() {
+  OUT=$OUT/a SUITE_EXCLUDE="$MPS_TESTS" timeout "$1" tests/gpu/session-run.sh suite
+  at "suite a done"
+  OUT=$OUT/b SUITE_FILTER="$MPS_TESTS" SUITE_MPS=1 timeout $(($(left) - 5)) \
+    tests/gpu/session-run.sh suite
+  at "suite b done"
+}
+unpack_pack() {
+  old=$PWD/p/$1/.old
+  mkdir -p "p/$1" && tar xzf ".oldpack/old-$1.tgz" -C "p/$1" || return
+  ldconfig -p | grep -q libucp.so.0 || ucx=$old/ucx
+}
+finish() {
+  cp "$OUT/time.txt" "$x/"
+  tar czf "$OUT/extra.tgz" -C "$OUT" extra
+  rm -rf "$OUT/a/r" "$OUT/b/r" "$OUT/c/r" "$x"
+}
