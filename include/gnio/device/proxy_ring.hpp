@@ -106,9 +106,9 @@ void host_ring_doorbell(ProxyRing* ring);
 /// The device-memory words of a proxy ring (one allocation): the ticket counter, and this GPU's
 /// latest reading of the ring's host-memory counters `head` and `done`. Device threads that wait
 /// for either read the copy here, and only one thread of the GPU at a time (the one that sets
-/// `reading`) reads the counter itself over the bus and raises the copy (DeviceComm's
-/// proxy_counter). Each such read is a round trip over PCIe; thousands of threads polling host
-/// memory at once (blocks waiting in quiet() while others still send) fill the link with them,
+/// `reading`) reads the counters themselves over the bus and raises the copies
+/// (DeviceComm::proxy_wait). Each such read is a round trip over PCIe; thousands of threads polling
+/// host memory at once (blocks waiting in quiet() while others still send) fill the link with them,
 /// and the copy engines that move the proxy's staged data over the same link slow down several
 /// times. Host backend: the counters are read directly (no bus).
 struct ProxyDeviceWords {

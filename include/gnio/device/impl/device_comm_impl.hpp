@@ -130,8 +130,6 @@ template <class Enough>
 GNIO_HD_INLINE Status DeviceComm::proxy_wait(ProxyCounter which, Enough enough, const char* op,
                                              int peer, std::uint64_t heap_offset, Cmp cmp,
                                              std::uint64_t expected, CallSite site) const {
-  const std::uint64_t* counter =
-      which == ProxyCounter::Head ? &proxy_.ring->head : &proxy_.ring->done;
 #if GNIO_ON_DEVICE
   ProxyDeviceWords* words = proxy_.words;
   std::uint64_t* copy = which == ProxyCounter::Head ? &words->head_seen : &words->done_seen;
@@ -143,11 +141,18 @@ GNIO_HD_INLINE Status DeviceComm::proxy_wait(ProxyCounter which, Enough enough, 
         if (dev::atomic_load<dev::Scope::Device>(&words->reading, dev::Order::Relaxed) == 0 &&
             dev::atomic_exchange<dev::Scope::Device>(&words->reading, 1u, dev::Order::Acquire) ==
                 0) {
-          seen = dev::atomic_load(counter, dev::Order::Acquire);
-          // Release: a thread that acquires the copy also sees what the proxy wrote before it
+          // Both counters, so that threads waiting on the other one are served too (the reads
+          // overlap on the bus).
+          const std::uint64_t head = dev::atomic_load(&proxy_.ring->head, dev::Order::Acquire);
+          const std::uint64_t done = dev::atomic_load(&proxy_.ring->done, dev::Order::Acquire);
+          // Release: a thread that acquires a copy also sees what the proxy wrote before it
           // advanced the counter (causality runs on through this thread).
-          (void)dev::atomic_fetch_max<dev::Scope::Device>(copy, seen, dev::Order::Release);
+          (void)dev::atomic_fetch_max<dev::Scope::Device>(&words->head_seen, head,
+                                                          dev::Order::Release);
+          (void)dev::atomic_fetch_max<dev::Scope::Device>(&words->done_seen, done,
+                                                          dev::Order::Release);
           dev::atomic_store<dev::Scope::Device>(&words->reading, 0u, dev::Order::Release);
+          seen = which == ProxyCounter::Head ? head : done;
           return enough(seen);
         }
         // Another thread is reading a counter: what it read reaches the copy about one bus round
@@ -157,6 +162,8 @@ GNIO_HD_INLINE Status DeviceComm::proxy_wait(ProxyCounter which, Enough enough, 
       },
       op, peer, heap_offset, cmp, expected, site);
 #else
+  const std::uint64_t* counter =
+      which == ProxyCounter::Head ? &proxy_.ring->head : &proxy_.ring->done;
   return wait_until(
       [&](std::uint64_t& seen) {
         seen = dev::atomic_load(counter, dev::Order::Acquire);
