@@ -251,9 +251,10 @@ struct DeviceComm : private detail::DeviceCommState {
   /// A counter of the proxy ring that device code waits on (host memory, advanced by the proxy).
   enum class ProxyCounter { Head, Done };
   /// wait_until() for `enough(value)` of the proxy ring's counter `which`, read with acquire
-  /// order. On a GPU the threads read this GPU's copy of the counter, and a thread reads the
-  /// counter itself (and raises the copy) only when the copy is not enough and no other thread of
-  /// the GPU is reading one (ProxyDeviceWords says why); on the host backend the counter itself.
+  /// order. On a GPU the threads read this GPU's copy of the counter, and a thread reads both
+  /// counters themselves (and raises both copies) only when the copy is not enough and no other
+  /// thread of the GPU is reading them (ProxyDeviceWords says why); on the host backend the
+  /// counter itself.
   template <class Enough>
   GNIO_HD Status proxy_wait(ProxyCounter which, Enough enough, const char* op, int peer,
                             std::uint64_t heap_offset, Cmp cmp, std::uint64_t expected,

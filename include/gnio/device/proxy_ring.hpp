@@ -115,7 +115,7 @@ struct ProxyDeviceWords {
   std::uint64_t tail;       ///< tickets reserved so far (device atomics)
   std::uint64_t head_seen;  ///< the largest ProxyRing::head a thread of this GPU read
   std::uint64_t done_seen;  ///< the largest ProxyRing::done a thread of this GPU read
-  std::uint32_t reading;    ///< 1 while a thread reads a host-memory counter
+  std::uint32_t reading;    ///< 1 while a thread reads the host-memory counters
 };
 
 /// What device code holds of the proxy (a DeviceComm member: kernel-parameter reads, not reads
