@@ -8,5 +8,6 @@
 #include "gnio/error.hpp"
 #include "gnio/launch.hpp"
 #include "gnio/log.hpp"
+#include "gnio/rank_ranges.hpp"
 #include "gnio/stream.hpp"
 #include "gnio/version.hpp"

@@ -4,26 +4,10 @@
 #include <map>
 
 #include "base/fail.hpp"
+#include "gnio/rank_ranges.hpp"
 
 namespace gnio::detail {
 namespace {
-
-/// "0,2,3" or, for runs of three or more, "0-5,7".
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!s.empty()) s += ",";
-    s += std::to_string(ranks[i]);
-    if (j >= i + 2)
-      s += "-" + std::to_string(ranks[j]);
-    else if (j == i + 1)
-      s += "," + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return s;
-}
 
 /// Groups ranks by the value `value_of` gives and describes the disagreement, the largest group
 /// last ("rank 1 passed count 1000, ranks 0,2,3 passed 999"); empty when every rank agrees.
@@ -40,7 +24,8 @@ std::string disagreement(const std::vector<int>& ranks, const char* verb, F&& va
   std::string s;
   for (const auto& [value, members] : ordered) {
     if (!s.empty()) s += ", ";
-    s += (members.size() == 1 ? "rank " : "ranks ") + rank_list(members) + " " + verb + " " + value;
+    s += (members.size() == 1 ? "rank " : "ranks ") + rank_ranges(members) + " " + verb + " " +
+         value;
   }
   return s;
 }
@@ -63,7 +48,7 @@ std::string compare_records(const std::vector<CheckRecord>& all) {
   std::vector<int> strangers, rejected;
   for (int q = 0; q < n; ++q) (all[q].magic == kCheckMagic ? ranks : strangers).push_back(q);
   if (!strangers.empty())
-    problems.push_back((strangers.size() == 1 ? "rank " : "ranks ") + rank_list(strangers) +
+    problems.push_back((strangers.size() == 1 ? "rank " : "ranks ") + rank_ranges(strangers) +
                        " took part in this exchange from outside a collective call (another "
                        "bootstrap exchange, or a rank without GNIO_CHECK=1)");
   auto add = [&](std::string s) {
@@ -89,7 +74,7 @@ std::string compare_records(const std::vector<CheckRecord>& all) {
   for (int q : ranks)
     if (!all[q].valid) rejected.push_back(q);
   if (!rejected.empty())
-    problems.push_back((rejected.size() == 1 ? "rank " : "ranks ") + rank_list(rejected) +
+    problems.push_back((rejected.size() == 1 ? "rank " : "ranks ") + rank_ranges(rejected) +
                        " rejected " + (rejected.size() == 1 ? "its" : "their") +
                        " own arguments (its error says why)");
   std::string s;

@@ -24,19 +24,6 @@ const char* ranks_word(std::size_t n) {
   return n == 1 ? "rank" : "ranks";
 }
 
-std::string rank_ranges(const std::vector<int>& ranks) {
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return strf("exited with code %d", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {

@@ -1,11 +1,11 @@
-// How signals, rank lists, wait statuses and durations read in gnio-run's messages. Separate so
-// that the exec-failure summary (rank_spawn.cpp) and the supervision's reports (launcher.cpp:
-// a rank's death, a forwarded signal, the timeout) word them the same way.
+// How signals, wait statuses and durations read in gnio-run's messages. Separate so that the
+// exec-failure summary (rank_spawn.cpp) and the supervision's reports (launcher.cpp: a rank's
+// death, a forwarded signal, the timeout) word them the same way. Rank lists read as the
+// library's messages write them (gnio::rank_ranges, <gnio/rank_ranges.hpp>).
 #pragma once
 
 #include <cstddef>
 #include <string>
-#include <vector>
 
 namespace gnio::run {
 
@@ -14,9 +14,6 @@ const char* signal_abbrev(int sig);
 
 /// "rank" or "ranks" after a count.
 const char* ranks_word(std::size_t n);
-
-/// A compact list of rank numbers: "0-3", "1,4,6-7".
-std::string rank_ranges(const std::vector<int>& ranks);
 
 /// How a wait status reads in a message: "exited with code 3", "was killed by signal 9 (Killed)".
 std::string describe_status(int status);

@@ -10,6 +10,7 @@
 
 #include "exit_status.hpp"
 #include "gnio/log.hpp"
+#include "gnio/rank_ranges.hpp"
 #include "launcher.hpp"
 #include "message_words.hpp"
 #include "tool_output.hpp"
@@ -144,7 +145,7 @@ void Launcher::report_exec_failures() {
     else if (err == ENOENT && ::access(prog.c_str(), F_OK) == 0)
       hint = " (the file exists: is the interpreter on its #! line missing?)";
     say("cannot execute '%s' for %s %s: %s%s", prog.c_str(), ranks_word(ranks.size()),
-        rank_ranges(ranks).c_str(), std::strerror(err), hint);
+        gnio::rank_ranges(ranks).c_str(), std::strerror(err), hint);
   }
   begin_stop(StopReason::ExecFailed, not_found ? kExitNotFound : kExitCannotExecute, SIGTERM);
 }
