@@ -34,7 +34,7 @@ void run(Comm& comm, const Request& r, StreamRef stream) {
   if (r.kind != CollKind::AllToAllV && r.count == 0) return;
   const CollChannel ch = channel_for(core, st, stream);
   if (!hierarchical(st, r))
-    enqueue(comm, st, ch, core.world(), r, stream);
+    enqueue(comm, st, ch, comm.world(), r, stream);
   else if (r.kind == CollKind::AllReduce)
     run_hierarchical_allreduce(comm, st, ch, r, stream);
   else
@@ -134,7 +134,7 @@ CollAlgo coll_algorithm(Comm& comm, CollKind kind, std::size_t count, DataType t
   r.count = count;
   CollComm cc;
   cc.dc = comm.device_handle();
-  cc.team = core.world();
+  cc.team = comm.world();
   cc.ll_max = st.cfg.ll_max;
   cc.oneshot_max = st.cfg.oneshot_max;
   cc.remote_oneshot_max = st.cfg.remote_oneshot_max;

@@ -83,7 +83,7 @@ std::string compare_records(const std::vector<CheckRecord>& all) {
 }
 
 void check_alltoallv_pairs(const CommServices& core, const Request& r, const char* call) {
-  const int n = core.size(), me = core.rank();
+  const int n = core.comm().size(), me = core.comm().rank();
   const std::size_t nn = static_cast<std::size_t>(n);
   std::vector<std::uint64_t> counts(2 * nn * nn);
   std::uint64_t* mine = counts.data() + 2 * nn * static_cast<std::size_t>(me);

@@ -21,8 +21,9 @@ bool ranks_consecutive(const std::vector<std::vector<int>>& by_node) {
 }
 
 std::vector<std::vector<int>> hierarchy_shape(const CommServices& core) {
-  if (core.nodes() < 2) return {};
-  std::vector<std::vector<int>> by_node(static_cast<std::size_t>(core.nodes()));
+  const int nodes = core.comm().nodes();
+  if (nodes < 2) return {};
+  std::vector<std::vector<int>> by_node(static_cast<std::size_t>(nodes));
   const std::vector<int>& node_of_rank = core.node_of_rank();
   for (std::size_t r = 0; r < node_of_rank.size(); ++r)
     by_node[static_cast<std::size_t>(node_of_rank[r])].push_back(static_cast<int>(r));
@@ -44,10 +45,10 @@ Hierarchy make_hierarchy(const CommServices& core) {
     const Team t = core.make_team(members);
     if (t.contains_me()) h.across = t;
   }
-  h.node = core.node_team();
+  h.node = core.comm().node_team();
   // The node team lists the node's ranks ascending, as by_node does: member i of this rank's
   // node team and of its counterparts' node teams hold the same block.
-  GNIO_ASSERT(h.across.contains_me() && h.node.index == core.local_rank());
+  GNIO_ASSERT(h.across.contains_me() && h.node.index == core.comm().local_rank());
   h.usable = true;
   return h;
 }
@@ -102,7 +103,7 @@ void run_hierarchical_allreduce(Comm& comm, CollState& st, const CollChannel& ch
     part.count = r.count - head;
     part.send = r.send + head * es;
     part.recv = r.recv + head * es;
-    enqueue(comm, st, ch, CommServices(comm).world(), part, stream);
+    enqueue(comm, st, ch, comm.world(), part, stream);
   }
 }
 

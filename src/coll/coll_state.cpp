@@ -25,15 +25,16 @@ Geometry geometry(const CollConfig& c, std::size_t slots, std::size_t node_slots
 }
 
 std::size_t largest_node(const CommServices& core) {
-  std::vector<std::size_t> on_node(static_cast<std::size_t>(core.nodes()), 0);
+  std::vector<std::size_t> on_node(static_cast<std::size_t>(core.comm().nodes()), 0);
   for (int node : core.node_of_rank()) ++on_node[static_cast<std::size_t>(node)];
   return *std::max_element(on_node.begin(), on_node.end());
 }
 
 GpuShare gpu_share(const CommServices& core) {
-  std::vector<platform::GpuIdentity> ids(static_cast<std::size_t>(core.size()));
-  if (core.backend_kind() == Backend::Cuda)
-    ids[static_cast<std::size_t>(core.rank())] =
+  const Comm& comm = core.comm();
+  std::vector<platform::GpuIdentity> ids(static_cast<std::size_t>(comm.size()));
+  if (comm.backend() == Backend::Cuda)
+    ids[static_cast<std::size_t>(comm.rank())] =
         platform::cuda_device_identity(core.backend().device());
   {
     std::lock_guard<std::mutex> lock(core.setup_mutex());
@@ -60,7 +61,7 @@ CollState& state(const CommServices& core) {
 namespace {
 CollChannel create_channel(const CommServices& core, const CollConfig& cfg, std::uint32_t id) {
   std::lock_guard<std::mutex> lock(core.setup_mutex());
-  const std::size_t slots = static_cast<std::size_t>(core.size());
+  const std::size_t slots = static_cast<std::size_t>(core.comm().size());
   const std::size_t node_slots = largest_node(core);
   const std::size_t blocks = kCollMaxBlocks, pipe_blocks = kCollPipeBlocks;
   const Geometry geo = geometry(cfg, slots, node_slots);
@@ -68,7 +69,7 @@ CollChannel create_channel(const CommServices& core, const CollConfig& cfg, std:
   // on GPUs 64 MiB pieces keep the per-kernel handshakes under 5 % of a large call (16 MiB pieces
   // cost 20 %, measured on 2 x H200); the host backend keeps shared memory small.
   const std::size_t staging =
-      cfg.staging ? cfg.staging : (core.backend_kind() == Backend::Host ? 16u << 20 : 64u << 20);
+      cfg.staging ? cfg.staging : (core.comm().backend() == Backend::Host ? 16u << 20 : 64u << 20);
   CollChannel ch;
   ch.slots = static_cast<std::uint32_t>(slots);
   ch.node_slots = static_cast<std::uint32_t>(node_slots);
@@ -126,7 +127,7 @@ CollChannel channel_for(const CommServices& core, CollState& st, StreamRef strea
   std::lock_guard<std::mutex> lock(st.mu);
   for (const Channel& c : st.channels)
     if (c.key == key && c.host == host) return c.dev;
-  const int rank = core.rank();
+  const int rank = core.comm().rank();
   GNIO_REQUIRE(
       st.channels.size() < st.cfg.channels,
       "rank %d: this is stream number %zu used for collectives on this communicator, but "

@@ -49,7 +49,7 @@ class CollState {
   CollState(const CommServices& core, const std::vector<std::vector<int>>& by_node)
       : cfg(read_config()),
         check(config_bool("GNIO_CHECK")),
-        hier_ranks_per_node(by_node.empty() ? 0 : core.ranks_on_node()),
+        hier_ranks_per_node(by_node.empty() ? 0 : by_node.front().size()),
         hier_consecutive(ranks_consecutive(by_node)),
         ranks(core.node_of_rank().size()),
         algos(parse_algorithms(config_text("GNIO_ALGO"), "GNIO_ALGO")) {}

@@ -6,39 +6,15 @@
 
 namespace gnio::detail {
 
-CommServices::CommServices(const Comm& comm) : impl_(comm.impl().get()) {
+CommServices::CommServices(const Comm& comm) : comm_(&comm), impl_(comm.impl().get()) {
   GNIO_ASSERT(impl_ != nullptr);
 }
 
-int CommServices::rank() const noexcept {
-  return impl_->bootstrap->rank();
-}
-int CommServices::size() const noexcept {
-  return impl_->bootstrap->size();
-}
-int CommServices::nodes() const noexcept {
-  return impl_->nodes;
-}
-int CommServices::local_rank() const noexcept {
-  return impl_->local_rank;
-}
 const std::vector<int>& CommServices::node_of_rank() const noexcept {
   return impl_->node_of_rank;
 }
-std::size_t CommServices::ranks_on_node() const noexcept {
-  return impl_->node_ranks.size();
-}
-Backend CommServices::backend_kind() const noexcept {
-  return impl_->backend_kind;
-}
 platform::Backend& CommServices::backend() const noexcept {
   return *impl_->backend;
-}
-const Team& CommServices::world() const noexcept {
-  return impl_->world;
-}
-const Team& CommServices::node_team() const noexcept {
-  return impl_->node_team;
 }
 std::mutex& CommServices::setup_mutex() const noexcept {
   return impl_->mutex;

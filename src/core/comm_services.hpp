@@ -1,7 +1,9 @@
-// What the layers built on a communicator (the collectives, packet I/O) may use of it: its shape,
-// gnio-internal symmetric memory, teams, the network transport's landing regions, the bootstrap's
-// collectives, the flight recorder and one slot of per-communicator state for the collectives.
-// Nothing else of the communicator's insides (CommImpl) is theirs to touch.
+// What the layers built on a communicator (the collectives, packet I/O) may use of it beyond its
+// public API: the node of every rank, the platform backend, gnio-internal symmetric memory, teams
+// of any members, the network transport's landing regions, the bootstrap's collectives, the flight
+// recorder and one slot of per-communicator state for the collectives. Its shape (rank, size,
+// nodes, teams) they read from the public Comm (comm()). Nothing else of the communicator's
+// insides (CommImpl) is theirs to touch.
 #pragma once
 
 #include <cstddef>
@@ -26,24 +28,18 @@ struct LandingRegion {
   char* outbox = nullptr;
 };
 
-/// A view of one communicator for the layers above core. Cheap to copy; valid while the Comm is.
+/// A view of one communicator for the layers above core. Cheap to copy; valid while the Comm
+/// object it was made from is.
 class CommServices {
  public:
   explicit CommServices(const Comm& comm);
 
-  int rank() const noexcept;
-  int size() const noexcept;
-  int nodes() const noexcept;
-  /// This rank's index among the ranks of its node.
-  int local_rank() const noexcept;
+  /// The communicator viewed: its rank(), size(), nodes(), local_rank(), local_size(), backend(),
+  /// world() and node_team().
+  const Comm& comm() const noexcept { return *comm_; }
   /// The node index of every rank.
   const std::vector<int>& node_of_rank() const noexcept;
-  /// How many ranks share this rank's node.
-  std::size_t ranks_on_node() const noexcept;
-  Backend backend_kind() const noexcept;
   platform::Backend& backend() const noexcept;
-  const Team& world() const noexcept;
-  const Team& node_team() const noexcept;
 
   /// Serialises the collective setup calls below when host threads call them concurrently.
   std::mutex& setup_mutex() const noexcept;
@@ -72,6 +68,7 @@ class CommServices {
   std::shared_ptr<void>& coll_state() const noexcept;
 
  private:
+  const Comm* comm_;
   CommImpl* impl_;
 };
 
