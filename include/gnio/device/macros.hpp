@@ -23,10 +23,13 @@
 #endif
 
 // Unrolls the loop that follows in device code, so that its loads are issued together.
+// GNIO_NO_UNROLL keeps the loop that follows rolled: cold code that every kernel carries.
 #if GNIO_ON_DEVICE
 #define GNIO_UNROLL _Pragma("unroll")
+#define GNIO_NO_UNROLL _Pragma("unroll 1")
 #else
 #define GNIO_UNROLL
+#define GNIO_NO_UNROLL
 #endif
 
 // Defined in a ThreadSanitizer build (gcc's and clang's spellings), where host code tells the
