@@ -153,54 +153,29 @@ GNIO_HD_INLINE std::uint32_t flag_seq(std::uint64_t flag) {
 /// instead of one per cell.
 inline constexpr std::uint64_t kPacketBatch = 4;
 
-/// The loop store_packets and take_packets share: walks this member's share of a slot's `count`
-/// packet cells (cells g.rank(), g.rank() + g.size(), ...) kPacketBatch at a time. For each batch,
-/// first `load(i, value)` for every cell i of it below `count`, so that the batch's loads are
-/// issued together (`value`, a T& that starts as T{}, is the cell's slot in the batch); then, cell
-/// by cell in order, `ready(i, value)` (the receiver's wait for a cell that has not arrived) and,
-/// where that returned Status::Ok, `use(i, value)`. The first other Status `ready` returns ends the
-/// walk and is returned; Ok otherwise.
-template <class T, class Coop, class Load, class Ready, class Use>
-GNIO_HD_INLINE Status for_packet_batches(std::uint64_t count, const Coop& g, Load&& load,
-                                         Ready&& ready, Use&& use) {
-  const std::uint64_t step = g.size();
-  for (std::uint64_t first = g.rank(); first < count; first += kPacketBatch * step) {
-    T value[kPacketBatch];
-    GNIO_UNROLL
-    for (std::uint64_t k = 0; k < kPacketBatch; ++k) {
-      const std::uint64_t i = first + k * step;
-      value[k] = T{};
-      if (i < count) load(i, value[k]);
-    }
-    GNIO_UNROLL
-    for (std::uint64_t k = 0; k < kPacketBatch; ++k) {
-      const std::uint64_t i = first + k * step;
-      if (i < count) {
-        const Status st = ready(i, value[k]);
-        if (st != Status::Ok) return st;
-        use(i, value[k]);
-      }
-    }
-  }
-  return Status::Ok;
-}
-
 /// This member's share of a slot's packets: cells g.rank(), g.rank() + g.size(), ... of the
 /// `bytes` at `src`, stored into `cells` (the receiver's, through peer memory).
 template <class Coop>
 GNIO_HD_INLINE void store_packets(std::uint64_t* cells, const char* src, std::uint64_t bytes,
                                   std::uint32_t seq, const Coop& g) {
-  (void)for_packet_batches<std::uint32_t>(
-      (bytes + 3) / 4, g,
-      [&](std::uint64_t i, std::uint32_t& word) {
-        const std::uint64_t at = 4 * i;
-        copy_bytes(&word, src + at, bytes - at < 4 ? bytes - at : 4);
-      },
-      [](std::uint64_t, std::uint32_t&) { return Status::Ok; },
-      [&](std::uint64_t i, std::uint32_t word) {
-        dev::atomic_store(cells + i, (static_cast<std::uint64_t>(seq) << 32) | word,
+  const std::uint64_t count = (bytes + 3) / 4;
+  const std::uint64_t step = g.size();
+  for (std::uint64_t first = g.rank(); first < count; first += kPacketBatch * step) {
+    std::uint32_t word[kPacketBatch];
+    GNIO_UNROLL
+    for (std::uint64_t k = 0; k < kPacketBatch; ++k) {
+      const std::uint64_t i = first + k * step, at = 4 * i;
+      word[k] = 0;
+      if (i < count) copy_bytes(&word[k], src + at, bytes - at < 4 ? bytes - at : 4);
+    }
+    GNIO_UNROLL
+    for (std::uint64_t k = 0; k < kPacketBatch; ++k) {
+      const std::uint64_t i = first + k * step;
+      if (i < count)
+        dev::atomic_store(cells + i, (static_cast<std::uint64_t>(seq) << 32) | word[k],
                           dev::Order::Relaxed);
-      });
+    }
+  }
 }
 
 /// This member's wait (bounded, with `order`) until the word at `w` (heap offset `offset`) carries
@@ -230,22 +205,30 @@ GNIO_HD Status take_packets(const DeviceComm& dc, const std::uint64_t* cells,
                             std::uint64_t cells_offset, char* dst, std::uint64_t bytes,
                             std::uint32_t seq, const char* op, int peer, CallSite site,
                             const Coop& g) {
-  return for_packet_batches<std::uint64_t>(
-      (bytes + 3) / 4, g,
-      [&](std::uint64_t i, std::uint64_t& cell) {
-        cell = dev::atomic_load(cells + i, dev::Order::Relaxed);
-      },
-      [&](std::uint64_t i, std::uint64_t& cell) {
-        if (flag_seq(cell) == seq) return Status::Ok;
-        // Not there yet: wait for this one (bounded).
-        return wait_seq(dc, cells + i, cells_offset + 8 * i, seq, dev::Order::Relaxed, op, peer,
-                        site, &cell);
-      },
-      [&](std::uint64_t i, std::uint64_t cell) {
-        const std::uint32_t word = static_cast<std::uint32_t>(cell);
-        const std::uint64_t at = 4 * i;
-        copy_bytes(dst + at, &word, bytes - at < 4 ? bytes - at : 4);
-      });
+  const std::uint64_t count = (bytes + 3) / 4;
+  const std::uint64_t step = g.size();
+  for (std::uint64_t first = g.rank(); first < count; first += kPacketBatch * step) {
+    std::uint64_t cell[kPacketBatch];
+    GNIO_UNROLL
+    for (std::uint64_t k = 0; k < kPacketBatch; ++k) {
+      const std::uint64_t i = first + k * step;
+      cell[k] = i < count ? dev::atomic_load(cells + i, dev::Order::Relaxed) : 0;
+    }
+    GNIO_UNROLL
+    for (std::uint64_t k = 0; k < kPacketBatch; ++k) {
+      const std::uint64_t i = first + k * step;
+      if (i >= count) break;
+      if (flag_seq(cell[k]) != seq) {  // not there yet: wait for this one (bounded)
+        const Status st = wait_seq(dc, cells + i, cells_offset + 8 * i, seq, dev::Order::Relaxed,
+                                   op, peer, site, &cell[k]);
+        if (st != Status::Ok) return st;
+      }
+      const std::uint32_t word = static_cast<std::uint32_t>(cell[k]);
+      const std::uint64_t at = 4 * i;
+      copy_bytes(dst + at, &word, bytes - at < 4 ? bytes - at : 4);
+    }
+  }
+  return Status::Ok;
 }
 
 /// This member's wait (bounded) until this rank's `word` >= `value`; no group barrier. A stall
