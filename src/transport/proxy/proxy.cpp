@@ -87,11 +87,6 @@ void Proxy::use_doorbell_fd() {
   ring_->doorbell = doorbell_fd_;
 }
 
-bool Proxy::descriptor_published(std::uint64_t ticket) const {
-  const ProxyDesc* slot = handle_.slots + (ticket & (handle_.capacity - 1));
-  return dev::atomic_load(&slot->seq, dev::Order::Acquire) == ticket + 1;
-}
-
 void Proxy::sleep_until_rung(std::chrono::microseconds poll, int other_fd,
                              const std::function<bool()>& ready) {
   // Announced before the last look, as a poster publishes before it looks for a sleeper: one of

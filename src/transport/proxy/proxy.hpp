@@ -108,13 +108,14 @@ class Proxy {
   /// Publishes the ring's counters (only the thread that drains the ring calls these).
   void publish_head(std::uint64_t head);
   void publish_done(std::uint64_t done);
-  /// The idle wait of the thread that takes descriptors, one policy for every transport: it
-  /// announces its sleep on the ring, then, unless `ready()` (work that came before the
-  /// announcement: a descriptor not yet looked at, a nudge) or the proxy is stopping, sleeps
-  /// until ring_doorbell() is called (by the transport's other threads with work for it, by the
-  /// destructor, and on the host backend by device code after each post), `other_fd` (-1: none)
-  /// is readable, or `poll` passed. On GPUs device code cannot ring, so `poll` bounds how late a
-  /// descriptor is seen; where it can (host backend), the sleep lasts up to kDoorbellSleep.
+  /// The sleep of the thread that takes descriptors when its IdlePolicy says so (idle_policy.hpp),
+  /// the same for every transport: it announces the sleep on the ring, then, unless `ready()` (work
+  /// that came before the announcement: a descriptor not yet looked at, a nudge) or the proxy is
+  /// stopping, sleeps until ring_doorbell() is called (by the transport's other threads with work
+  /// for it, by the destructor, and on the host backend by device code after each post), `other_fd`
+  /// (-1: none) is readable, or `poll` passed. On GPUs device code cannot ring, so `poll` bounds
+  /// how late a descriptor is seen; where it can (host backend), the sleep lasts up to
+  /// kDoorbellSleep.
   void sleep_until_rung(std::chrono::microseconds poll, int other_fd,
                         const std::function<bool()>& ready);
   /// Makes the doorbell an eventfd, for a transport whose thread also waits on a descriptor of
@@ -123,8 +124,6 @@ class Proxy {
   void use_doorbell_fd();
   /// Wakes the thread in sleep_until_rung(); cheap when it is awake.
   void ring_doorbell() { detail::host_ring_doorbell(ring_); }
-  /// True when the descriptor of `ticket` is published in its slot.
-  bool descriptor_published(std::uint64_t ticket) const;
   /// How long a proxy thread polls after its last work before it sleeps (GNIO_PROXY_SPIN_US).
   std::chrono::microseconds spin() const { return spin_; }
   /// GNIO_PROXY_STATS: print where the time went when the proxy ends.

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <deque>
 #include <memory>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -17,7 +16,9 @@
 #include "base/fail.hpp"
 #include "gnio/config.hpp"
 #include "gnio/device/atomic.hpp"
+#include "transport/proxy/idle_policy.hpp"
 #include "transport/proxy/proxy_frame.hpp"
+#include "transport/proxy/ring_cursor.hpp"
 #include "transport/proxy/tcp/tcp_proxy.hpp"
 
 namespace gnio::proxy {
@@ -51,7 +52,7 @@ class TcpProxy::Sender {
   bool take_descriptors();
   /// Whether the descriptor in `slot` may be taken now; `stripe`: it is a put to be striped.
   bool may_take(const ProxyDesc& slot, bool stripe) const;
-  /// Sends (or hands to lanes) the frame(s) of the descriptor in `slot`, ticket `next_`.
+  /// Sends (or hands to lanes) the frame(s) of the descriptor in `slot`, ticket cursor_.next().
   void take(const ProxyDesc& slot, Clock::time_point seen, bool stripe);
   /// The head passes every ticket whose frame was sent, in order.
   bool advance_head();
@@ -62,8 +63,7 @@ class TcpProxy::Sender {
   bool send_replies();
   /// Publishes the done counter past every ticket that owes nothing more.
   void retire_done();
-  /// Within the spin window after the last work only yields; then waits briefly for the
-  /// receiver's nudge.
+  /// Waits as idle_ says; its sleep also ends when another thread nudges this one.
   void wait_for_work(bool busy);
 
   // ---- sending ----
@@ -132,11 +132,9 @@ class TcpProxy::Sender {
   // (received on other lanes) before it reads or updates what the request names.
   std::vector<std::uint32_t> unanswered_;
   std::unordered_map<std::uint64_t, int> asked_;
-  std::uint64_t next_ = 0, head_ = 0, done_base_ = 0;
-  unsigned idle_ = 0;
-  // The turn ended with the next descriptor published but not taken (it waits for acks).
-  bool left_published_ = false;
-  std::chrono::steady_clock::time_point last_work_ = std::chrono::steady_clock::now();
+  RingCursor cursor_;
+  std::uint64_t head_ = 0, done_base_ = 0;
+  IdlePolicy idle_;
   // Fault injection (GNIO_NET_CUT_AFTER): data bytes sent to each peer so far.
   const std::uint64_t cut_after_;
   std::vector<std::uint64_t> data_sent_;
@@ -157,6 +155,8 @@ TcpProxy::Sender::Sender(TcpProxy& proxy)
       acks_seen_(proxy.mesh_.connections(), 0),
       in_flight_(proxy.mesh_.connections()),
       unanswered_(static_cast<std::size_t>(proxy.size_), 0),
+      cursor_(proxy.handle_),
+      idle_(proxy.spin()),
       cut_after_(config_size("GNIO_NET_CUT_AFTER")),
       data_sent_(static_cast<std::size_t>(proxy.size_), 0),
       bad_reply_(config_bool("GNIO_NET_BAD_REPLY") ? std::uint64_t{1} << 62 : 0),
@@ -180,7 +180,7 @@ void TcpProxy::Sender::run() {
       for (int peer : gathered_for_) (void)flush(peer);
       gathered_for_.clear();
     }
-    left_published_ = p_.descriptor_published(next_);
+    cursor_.end_turn();
     wait_for_work(busy);
   }
   if (!p_.failed()) {
@@ -228,15 +228,15 @@ bool TcpProxy::Sender::may_take(const ProxyDesc& slot, bool stripe) const {
 bool TcpProxy::Sender::take_descriptors() {
   bool busy = false;
   for (int taken = 0; taken < kDescriptorsPerTurn; ++taken) {
-    ProxyDesc* slot = p_.handle_.slots + (next_ & mask_);
-    if (!p_.descriptor_published(next_)) break;
+    const ProxyDesc* slot = cursor_.peek();
+    if (!slot) break;
     const Clock::time_point seen = p_.stats() ? Clock::now() : Clock::time_point{};
     const int peer = slot->peer;
     const bool stripe = peer >= 0 && peer < p_.size_ &&
                         p_.striping(*slot, unanswered_[static_cast<std::size_t>(peer)]);
     if (!may_take(*slot, stripe)) break;
     take(*slot, seen, stripe);
-    ++next_;
+    cursor_.advance();
     busy = true;
   }
   return busy;
@@ -254,7 +254,7 @@ TcpProxy::Sender::Handed TcpProxy::Sender::hand(int lane, int peer, const Frame&
     ln.queued.fetch_add(1, std::memory_order_release);
   }
   ln.wake.notify_one();
-  in_flight(p_.at(peer, lane)).push_back(next_);
+  in_flight(p_.at(peer, lane)).push_back(cursor_.next());
   return h;
 }
 
@@ -265,10 +265,16 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
   // Gets and atomics are done by their reply (which carries the ticket), not by acks.
   const bool get = slot.op == static_cast<std::uint32_t>(ProxyOp::Get);
   const bool request = get || slot.op == static_cast<std::uint32_t>(ProxyOp::Atomic);
-  Frame f{kFrameMagic,        slot.op,     p_.token_,
-          slot.dst_offset,    slot.bytes,  slot.sig_offset,
-          slot.value,         slot.sig_op, slot.flags >> kProxyRegionShift,
-          request ? next_ : 0};
+  Frame f{kFrameMagic,
+          slot.op,
+          p_.token_,
+          slot.dst_offset,
+          slot.bytes,
+          slot.sig_offset,
+          slot.value,
+          slot.sig_op,
+          slot.flags >> kProxyRegionShift,
+          request ? cursor_.next() : 0};
   // Data device code left in an outbox (host memory) is sent from there, once it is known to lie
   // inside one: the address comes from device code.
   const bool host_source = data && (slot.flags & kProxyHostSource) != 0;
@@ -284,22 +290,23 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
     p_.fail_transport(format(
         "rank %d: proxy descriptor %llu sends %llu bytes from 0x%llx, which "
         "is not inside a landing outbox (internal error)",
-        p_.rank_, static_cast<unsigned long long>(next_),
+        p_.rank_, static_cast<unsigned long long>(cursor_.next()),
         static_cast<unsigned long long>(slot.bytes), static_cast<unsigned long long>(slot.src)));
   } else if (!p_.mesh_.remote(peer)) {
     p_.fail_transport(
         format("rank %d: proxy descriptor %llu names rank %d, which is not a remote "
                "peer (internal error)",
-               p_.rank_, static_cast<unsigned long long>(next_), peer));
+               p_.rank_, static_cast<unsigned long long>(cursor_.next()), peer));
   } else {
     if (request) {
       std::lock_guard<std::mutex> lock(p_.requests_mutex_);
-      p_.requests_[next_] = Request{
+      p_.requests_[cursor_.next()] = Request{
           peer, get, get ? slot.src : std::uint64_t{(slot.flags & kProxyFetch) != 0}, slot.bytes};
     }
-    const void* from = !data         ? nullptr
-                       : inline_data ? p_.handle_.inline_data + (next_ & mask_) * kProxyInlineBytes
-                                     : reinterpret_cast<const void*>(slot.src);
+    const void* from = !data ? nullptr
+                       : inline_data
+                           ? p_.handle_.inline_data + (cursor_.next() & mask_) * kProxyInlineBytes
+                           : reinterpret_cast<const void*>(slot.src);
     const std::uint64_t bytes = data ? slot.bytes : 0;
     if (stripe) {
       const std::uint64_t pieces = static_cast<std::uint64_t>(p_.lanes_ - 1);
@@ -322,7 +329,7 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
       const bool signal = slot.op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
       owed_.push_back(count + (signal ? 1 : 0));
       striped_.push_back(
-          Striped{peer, next_, slot.dst_offset, slot.dst_offset + bytes, signal,
+          Striped{peer, cursor_.next(), slot.dst_offset, slot.dst_offset + bytes, signal,
                   Frame{kFrameMagic, static_cast<std::uint32_t>(ProxyOp::Signal), p_.token_, 0, 0,
                         slot.sig_offset, slot.value, slot.sig_op, 0, 0}});
       handoff.advance = 0;  // the pieces' entries move the head
@@ -331,11 +338,11 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
       owed_.push_back(1);
     } else {
       if (send_frame(peer, f, from, bytes, inline_data || host_source)) {
-        if (!request) in_flight(p_.at(peer, 0)).push_back(next_);
+        if (!request) in_flight(p_.at(peer, 0)).push_back(cursor_.next());
         owed_.push_back(1);
         if (request) {
           ++unanswered_[static_cast<std::size_t>(peer)];
-          asked_[next_] = peer;
+          asked_[cursor_.next()] = peer;
         }
       }
       if (p_.stats()) p_.lane_[0]->send_time.add(Clock::now() - seen);
@@ -434,23 +441,16 @@ void TcpProxy::Sender::retire_done() {
 }
 
 void TcpProxy::Sender::wait_for_work(bool busy) {
-  // Within the spin window after the last work the thread only yields, so a descriptor the device
-  // posts next is picked up at once.
-  const auto now = std::chrono::steady_clock::now();
-  if (busy) {
-    idle_ = 0;
-    last_work_ = now;
-  } else if (++idle_ < 64 || now - last_work_ < p_.spin()) {
-    std::this_thread::yield();
-  } else {
-    // Idle: asleep until the doorbell. The other threads' work for this one (replies, answers,
-    // acks, lanes' sent frames) rings it; a descriptor from a GPU cannot, and waits up to this
-    // long. A descriptor the last turn saw and left (blocked on acks) needs no look.
-    p_.sleep_until_rung(std::chrono::microseconds(idle_ < 1024 ? 20 : 200), -1, [this] {
-      return p_.nudged_.load(std::memory_order_seq_cst) ||
-             (!left_published_ && p_.descriptor_published(next_));
-    });
-  }
+  idle_.after_turn(
+      busy, [] {},
+      [this](std::chrono::microseconds poll) {
+        // The other threads' work for this one (replies, answers, acks, lanes' sent frames)
+        // rings the doorbell. A descriptor the last turn saw and left (blocked on acks) needs no
+        // look.
+        p_.sleep_until_rung(poll, -1, [this] {
+          return p_.nudged_.load(std::memory_order_seq_cst) || cursor_.published_since_turn();
+        });
+      });
   p_.nudged_.store(false, std::memory_order_relaxed);
 }
 

@@ -27,7 +27,9 @@
 #include "gnio/log.hpp"
 #include "platform/word_op.hpp"
 #include "transport/net/ucx/ucx_mesh.hpp"
+#include "transport/proxy/idle_policy.hpp"
 #include "transport/proxy/proxy_frame.hpp"
+#include "transport/proxy/ring_cursor.hpp"
 #include "transport/proxy/staging.hpp"
 #include "transport/proxy/ucx/ucx_proxy_class.hpp"
 
@@ -412,31 +414,29 @@ bool UcxProxy::issue(Ticket& t, const ProxyDesc& d) {
 }
 
 void UcxProxy::progress_loop() {
-  using Clock = std::chrono::steady_clock;
-  const std::uint64_t mask = handle_.capacity - 1;
   ucp_worker_h worker = mesh_.worker();
   int efd = -1;
   if (ucp_worker_get_efd(worker, &efd) != UCS_OK) efd = -1;
-  std::uint64_t next = 0, head = 0, done = 0, flush_needed = 0;
+  RingCursor cursor(handle_);
+  std::uint64_t head = 0, done = 0, flush_needed = 0;
   std::vector<Ticket*> fetching;  // fetching atomics whose value is not delivered yet
-  unsigned idle = 0;
-  auto last_work = Clock::now();
+  IdlePolicy idle(spin());
   while (!stop_.load(std::memory_order_acquire)) {
     bool busy = false;
     if (!failed() && !word_ticket_) {
       for (int taken = 0; taken < 64; ++taken) {
-        const ProxyDesc* slot = handle_.slots + (next & mask);
-        if (!descriptor_published(next)) break;
+        const ProxyDesc* slot = cursor.peek();
+        if (!slot) break;
         const ProxyDesc d = *slot;
         tickets_.push_back(Ticket{});
         Ticket& t = tickets_.back();
         t.proxy = this;
-        t.number = next;
+        t.number = cursor.next();
         t.peer = d.peer;
         if (!issue(t, d)) break;
-        if (t.remote) flush_needed = next + 1;
+        if (t.remote) flush_needed = cursor.next() + 1;
         if (t.fetch) fetching.push_back(&t);
-        ++next;
+        cursor.advance();
         busy = true;
         if (t.word_message) {
           word_ticket_ = &t;
@@ -473,7 +473,7 @@ void UcxProxy::progress_loop() {
       }
       // The head passes every ticket whose sources were read, in order.
       const std::uint64_t head_before = head;
-      while (head < next && tickets_[head - done].source_pending == 0) ++head;
+      while (head < cursor.next() && tickets_[head - done].source_pending == 0) ++head;
       if (head != head_before) publish_head(head);
       if (!flush_.in_flight && flush_needed > flushed_) {
         ucp_request_param_t param{};
@@ -483,13 +483,13 @@ void UcxProxy::progress_loop() {
         ++flushes_;
         const ucs_status_ptr_t r = ucp_worker_flush_nbx(worker, &param);
         if (r == nullptr) {
-          flushed_ = next;
+          flushed_ = cursor.next();
         } else if (UCS_PTR_IS_ERR(r)) {
           fail_transport(format("rank %d: ucx transport: a flush failed: %s", rank_,
                                 net::ucx_status(UCS_PTR_STATUS(r)).c_str()));
         } else {
           flush_.in_flight = true;
-          flush_.target = next;
+          flush_.target = cursor.next();
         }
         busy = true;
       }
@@ -503,23 +503,16 @@ void UcxProxy::progress_loop() {
       }
       if (done != done_before) publish_done(done);
     }
-    const bool left_published = descriptor_published(next);
-    const auto now = Clock::now();
-    if (busy) {
-      idle = 0;
-      last_work = now;
-    } else {
-      words_->idle();  // stops the delivery agent after its idle spell
-      if (++idle < 64 || now - last_work < spin()) {
-        std::this_thread::yield();
-      } else if (efd >= 0 && ucp_worker_arm(worker) == UCS_OK) {
-        // Asleep until the network has something (a peer's operation to apply, a completion)
-        // or the doorbell rings (see sleep_until_rung). A descriptor the last turn saw and left
-        // (waiting for a word message's answer or for UCX resources) needs no look.
-        sleep_until_rung(std::chrono::microseconds(idle < 1024 ? 20 : 200), efd,
-                         [&] { return !left_published && descriptor_published(next); });
-      }
-    }
+    cursor.end_turn();
+    idle.after_turn(
+        busy, [&] { words_->idle(); },  // stops the delivery agent after its idle spell
+        [&](std::chrono::microseconds poll) {
+          // Asleep until the network has something (a peer's operation to apply, a completion)
+          // or the doorbell rings (see sleep_until_rung). A descriptor the last turn saw and left
+          // (waiting for a word message's answer or for UCX resources) needs no look.
+          if (efd >= 0 && ucp_worker_arm(worker) == UCS_OK)
+            sleep_until_rung(poll, efd, [&] { return cursor.published_since_turn(); });
+        });
   }
 }
 
