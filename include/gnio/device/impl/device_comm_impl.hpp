@@ -47,6 +47,9 @@ GNIO_HD_INLINE ProxyDesc proxy_desc(ProxyOp op, int peer, const void* src, std::
 /// 8-byte one). Kept small: it sits in every kernel that may post (the general group copy added
 /// ~1 000 instructions to each).
 GNIO_HD_INLINE void copy_inline_data(char* to, const char* from, std::uint64_t n) {
+#if !GNIO_ON_DEVICE
+  std::memcpy(to, from, n);  // CPU threads: no bus, and no 8-byte loads of the caller's objects
+#else
   if ((reinterpret_cast<std::uintptr_t>(from) | n) % 8 != 0) {
     // An unaligned source or size (rare): bytes.
     GNIO_NO_UNROLL
@@ -66,6 +69,7 @@ GNIO_HD_INLINE void copy_inline_data(char* to, const char* from, std::uint64_t n
     for (std::uint64_t k = 0; k < kInFlight; ++k)
       if (i + k < units) d[i + k] = t[k];
   }
+#endif
 }
 /// Writes every field of `d` but the sequence word into `slot`. On the GPU the slot is host
 /// memory and each store a write over the bus: one 8-byte and three 16-byte stores instead of one
