@@ -274,14 +274,23 @@ void UcxMesh::close(double timeout_s) {
     if (r && UCS_PTR_IS_PTR(r)) closing.push_back(r);
     ep = nullptr;
   }
-  const auto until = std::chrono::steady_clock::now() +
-                     std::chrono::microseconds(static_cast<long long>(timeout_s * 1e6));
+  using Clock = std::chrono::steady_clock;
+  const auto until =
+      Clock::now() + std::chrono::microseconds(static_cast<long long>(timeout_s * 1e6));
   for (ucs_status_ptr_t r : closing) {
-    while (ucp_request_check_status(r) == UCS_INPROGRESS &&
-           std::chrono::steady_clock::now() < until)
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < until)
       ucp_worker_progress(worker_);
     ucp_request_free(r);
   }
+  // A forced close can return before its endpoint is gone: when the endpoint still had sends in
+  // flight (a peer that died mid-stream), UCX discards its transport endpoint on later progress
+  // and only then frees it. Destroying the worker before that aborts the process inside UCX
+  // 1.13 (ucp_ep_delete: "refcounts.create == 1" failed; CI, 2026-12-07). So the worker runs
+  // until it has had nothing to do for a while, within the same deadline.
+  const auto quiet_for = std::chrono::milliseconds(2);
+  auto quiet_since = Clock::now();
+  while (worker_ && Clock::now() < until && Clock::now() - quiet_since < quiet_for)
+    if (ucp_worker_progress(worker_) != 0) quiet_since = Clock::now();
 }
 
 }  // namespace gnio::net

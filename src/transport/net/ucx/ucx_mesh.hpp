@@ -74,7 +74,9 @@ class UcxMesh {
   /// The endpoint to `peer`, or null when `peer` is on this node.
   ucp_ep_h ep(int peer) const { return eps_[static_cast<std::size_t>(peer)]; }
   /// Closes every endpoint without waiting for the peers (call when they are done with this
-  /// rank), progressing the worker until the closes complete or `timeout_s` passed.
+  /// rank), progressing the worker until the closes complete and the worker has been idle for
+  /// 2 ms (UCX frees a closed endpoint that still had sends in flight only on later progress),
+  /// or `timeout_s` passed.
   void close(double timeout_s);
 
  private:
