@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <optional>
 
 #include "base/deadline.hpp"
 #include "base/fail.hpp"
@@ -477,10 +478,12 @@ bool TcpProxy::receive_frame(int peer, int lane) {
   }
   if (v.is_reply()) {
     const bool get = v.kind == FrameKind::GetReply;
-    std::uint64_t addr = 0;
-    if (!take_request(f.count, peer, get, f.bytes, &addr))
+    const std::optional<OpenRequest> asked = requests_.take(
+        f.count, 0, peer, get ? RequestKind::Get : RequestKind::Update, get ? f.bytes : 0);
+    if (!asked)
       return reject(get ? "a get reply that answers no open get of this rank (of that size)"
                         : "an atomic reply that answers no open atomic of this rank");
+    const std::uint64_t addr = asked->where;
     if (get) {
       // The asker's ticket is done (and its device reads the data) only once it is in place.
       std::uint64_t mark = 0;
@@ -496,10 +499,7 @@ bool TcpProxy::receive_frame(int peer, int lane) {
     } else if (addr && !deliver_result(f.count, f.value)) {
       return false;
     }
-    {
-      std::lock_guard<std::mutex> lock(requests_mutex_);
-      answered_.push_back(f.count);
-    }
+    requests_.answered(f.count);
     nudge_sender();
     return true;
   }
@@ -549,18 +549,6 @@ std::uint64_t TcpProxy::apply_atomic(const Frame& f) {
   return lane_[0]->inbound->word_atomic(heap_base_ + f.dst_offset, static_cast<unsigned>(f.bytes),
                                         word_op_of(static_cast<AtomicOp>(f.sig_op)), f.value,
                                         f.sig_offset);
-}
-
-bool TcpProxy::take_request(std::uint64_t ticket, int peer, bool get, std::uint64_t bytes,
-                            std::uint64_t* addr) {
-  std::lock_guard<std::mutex> lock(requests_mutex_);
-  const auto it = requests_.find(ticket);
-  if (it == requests_.end() || it->second.peer != peer || it->second.get != get ||
-      (get && it->second.bytes != bytes))
-    return false;
-  *addr = it->second.addr;
-  requests_.erase(it);
-  return true;
 }
 
 }  // namespace gnio::proxy

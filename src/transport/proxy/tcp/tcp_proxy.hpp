@@ -42,7 +42,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "gnio/bootstrap.hpp"
@@ -51,6 +50,7 @@
 #include "platform/backend.hpp"
 #include "transport/net/tcp/socket_reader.hpp"
 #include "transport/net/tcp/tcp_mesh.hpp"
+#include "transport/proxy/open_requests.hpp"
 #include "transport/proxy/proxy.hpp"
 #include "transport/proxy/proxy_frame.hpp"
 #include "transport/proxy/staging.hpp"
@@ -109,18 +109,6 @@ class TcpProxy final : public Proxy {
   void settle_deliveries(int lane);
   /// A Staging of this proxy's kind (direct or through bounce buffers) for one thread.
   std::unique_ptr<Staging> staging_for(Staging::Direction direction) const;
-  /// Takes the open request `ticket` if `peer` owes its reply and it is a get (of `bytes`) or an
-  /// atomic as `get` says; false (nothing taken) otherwise.
-  bool take_request(std::uint64_t ticket, int peer, bool get, std::uint64_t bytes,
-                    std::uint64_t* addr);
-
-  /// A get or atomic of this rank waiting for its reply.
-  struct Request {
-    int peer;
-    bool get;
-    std::uint64_t addr;   ///< get: where the data goes; atomic: nonzero if the old value is wanted
-    std::uint64_t bytes;  ///< get: data bytes
-  };
   using Clock = std::chrono::steady_clock;
   /// A put from `peer` whose delivery (data, signal) completes at `mark` (Staging::completed()),
   /// queued at `queued` (GNIO_PROXY_STATS).
@@ -197,11 +185,10 @@ class TcpProxy final : public Proxy {
   std::atomic<std::size_t> receiving_count_{0};
   // Per connection: the buffered reader its receiving thread reads every frame through.
   std::vector<std::unique_ptr<net::SocketReader>> readers_;
-  // Requests by ticket (sender inserts before sending, receiver takes on the reply) and the
-  // tickets answered since the sender last looked.
-  std::mutex requests_mutex_;
-  std::unordered_map<std::uint64_t, Request> requests_;
-  std::vector<std::uint64_t> answered_;
+  // This rank's gets and atomics (part 0 of their ticket; `where`: a get's destination, an
+  // atomic's nonzero when its old value is wanted): the sender opens them before sending, the
+  // receiver takes each on its reply and says when it was answered.
+  OpenRequests requests_;
   // Replies the receiver queued for the sender.
   std::mutex replies_mutex_;
   std::vector<Reply> replies_;

@@ -20,6 +20,7 @@
 #include "transport/proxy/proxy_frame.hpp"
 #include "transport/proxy/ring_cursor.hpp"
 #include "transport/proxy/tcp/tcp_proxy.hpp"
+#include "transport/proxy/ticket_ledger.hpp"
 
 namespace gnio::proxy {
 namespace {
@@ -77,18 +78,30 @@ class TcpProxy::Sender {
   /// GNIO_NET_CUT_AFTER: sends the frame and part of its data, then breaks the link.
   bool cut_link(int peer, Staging& staging, const Frame& f, const void* data);
 
-  /// A frame of a ticket sent by this thread (lane 0) or handed to a lane as its frame `seq`
-  /// (sent once the lane's count passes it). The head moves by `advance` as each is passed: 1,
-  /// except for the pieces of a striped put, of which only the last moves it.
+  /// A frame handed to lane `lane` (> 0) as its frame `seq`: sent once the lane's count passes
+  /// it.
   struct Handed {
-    int lane;
-    std::uint64_t seq;
-    std::uint64_t advance;
+    int lane = 0;
+    std::uint64_t seq = 0;
   };
-  /// Hands `frame` (with `n` bytes of `src`) to lane `lane` for `peer`; the entry that says when
-  /// it was sent.
+  /// What a ticket taken from the ring still waits for: the acks (or the answer) of its frames
+  /// (`owed`; done at 0; a frame that could not be sent leaves it owing forever, so that quiet()
+  /// ends on the abort) and the sending of the frames it handed to lanes (its slot and source
+  /// are in use until then): one in `handed` (lane 0: none), a striped put's others in `more`.
+  struct Ticket {
+    std::uint32_t owed = 1;
+    Handed handed;
+    std::vector<Handed> more;
+  };
+  /// Hands `frame` (with `n` bytes of `src`) to lane `lane` for `peer`; what says when it was
+  /// sent.
   Handed hand(int lane, int peer, const Frame& frame, const void* src, std::uint64_t n, bool staged,
               Clock::time_point seen);
+  /// True once the lane a frame was handed to sent it (always for lane 0's own frames).
+  bool sent(const Handed& h) const {
+    return h.lane == 0 ||
+           p_.lane_[static_cast<std::size_t>(h.lane)]->sent.load(std::memory_order_acquire) > h.seq;
+  }
 
   TcpProxy& p_;
   const std::uint64_t mask_;
@@ -109,9 +122,7 @@ class TcpProxy::Sender {
   // Connections whose frames this rank applied (which it owes acks), as the receiving threads
   // reported them (TcpProxy::receiving_on_).
   std::vector<std::size_t> receiving_on_;
-  // Tickets done_base_.. in order: the acks (or the answer) each still waits for; 0 = done.
-  std::deque<std::uint32_t> owed_;
-  std::deque<Handed> handed_;  // frames of tickets head_.., in order
+  TicketLedger<Ticket> tickets_;
   // A heap put of at least GNIO_NET_STRIPE_MIN bytes goes out in pieces, one per lane past the
   // first, sent in parallel by their threads. Later striped puts may follow before its pieces
   // are in place (each lane sends its pieces in ticket order), unless they write bytes it
@@ -133,7 +144,6 @@ class TcpProxy::Sender {
   std::vector<std::uint32_t> unanswered_;
   std::unordered_map<std::uint64_t, int> asked_;
   RingCursor cursor_;
-  std::uint64_t head_ = 0, done_base_ = 0;
   IdlePolicy idle_;
   // Fault injection (GNIO_NET_CUT_AFTER): data bytes sent to each peer so far.
   const std::uint64_t cut_after_;
@@ -198,7 +208,7 @@ bool TcpProxy::Sender::finish_striped() {
   // peer that sees it sees them), and it leaves before any later one's.
   while (!striped_.empty()) {
     const Striped& s = striped_.front();
-    const std::uint32_t left = s.ticket < done_base_ ? 0 : owed_[s.ticket - done_base_];
+    const std::uint32_t left = s.ticket < tickets_.done() ? 0 : tickets_[s.ticket].owed;
     if (left > (s.signal ? 1u : 0u)) break;
     if (s.signal && send_frame(s.peer, s.signal_frame, nullptr, 0))
       in_flight(p_.at(s.peer, 0)).push_back(s.ticket);
@@ -246,7 +256,7 @@ TcpProxy::Sender::Handed TcpProxy::Sender::hand(int lane, int peer, const Frame&
                                                 const void* src, std::uint64_t n, bool staged,
                                                 Clock::time_point seen) {
   Lane& ln = *p_.lane_[static_cast<std::size_t>(lane)];
-  Handed h{lane, 0, 1};
+  Handed h{lane, 0};
   {
     std::lock_guard<std::mutex> lock(ln.mutex);
     ln.queue.push_back(LaneFrame{peer, frame, src, n, staged, seen});
@@ -259,6 +269,7 @@ TcpProxy::Sender::Handed TcpProxy::Sender::hand(int lane, int peer, const Frame&
 }
 
 void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool stripe) {
+  Ticket& ticket = tickets_.open();
   const int peer = slot.peer;
   const bool data = slot.op == static_cast<std::uint32_t>(ProxyOp::Put) ||
                     slot.op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
@@ -285,7 +296,6 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
   const int lane = f.region != 0 && p_.lanes_ > 1 && (!data || host_source || inline_data)
                        ? p_.lane_of(slot.sig_offset)
                        : 0;
-  Handed handoff{0, 0, 1};
   if (host_source && !p_.in_outbox(slot.src, slot.bytes)) {
     p_.fail_transport(format(
         "rank %d: proxy descriptor %llu sends %llu bytes from 0x%llx, which "
@@ -298,11 +308,11 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
                "peer (internal error)",
                p_.rank_, static_cast<unsigned long long>(cursor_.next()), peer));
   } else {
-    if (request) {
-      std::lock_guard<std::mutex> lock(p_.requests_mutex_);
-      p_.requests_[cursor_.next()] = Request{
-          peer, get, get ? slot.src : std::uint64_t{(slot.flags & kProxyFetch) != 0}, slot.bytes};
-    }
+    if (request)
+      p_.requests_.open(
+          cursor_.next(), 0,
+          OpenRequest{peer, get ? RequestKind::Get : RequestKind::Update, get ? slot.bytes : 0,
+                      get ? slot.src : std::uint64_t{(slot.flags & kProxyFetch) != 0}});
     const void* from = !data ? nullptr
                        : inline_data
                            ? p_.handle_.inline_data + (cursor_.next() & mask_) * kProxyInlineBytes
@@ -319,27 +329,24 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
         pf.bytes = std::min(piece, bytes - i * piece);
         pf.sig_offset = pf.value = 0;
         pf.sig_op = 0;
-        Handed h = hand(1 + static_cast<int>(i), peer, pf,
-                        static_cast<const char*>(from) + i * piece, pf.bytes, true, seen);
-        h.advance = 0;
-        handed_.push_back(h);
-        ++count;
+        const Handed h = hand(1 + static_cast<int>(i), peer, pf,
+                              static_cast<const char*>(from) + i * piece, pf.bytes, true, seen);
+        if (count++ == 0)
+          ticket.handed = h;
+        else
+          ticket.more.push_back(h);
       }
-      handed_.back().advance = 1;
       const bool signal = slot.op == static_cast<std::uint32_t>(ProxyOp::PutSignal);
-      owed_.push_back(count + (signal ? 1 : 0));
+      ticket.owed = count + (signal ? 1 : 0);
       striped_.push_back(
           Striped{peer, cursor_.next(), slot.dst_offset, slot.dst_offset + bytes, signal,
                   Frame{kFrameMagic, static_cast<std::uint32_t>(ProxyOp::Signal), p_.token_, 0, 0,
                         slot.sig_offset, slot.value, slot.sig_op, 0, 0}});
-      handoff.advance = 0;  // the pieces' entries move the head
     } else if (lane > 0) {
-      handoff = hand(lane, peer, f, from, bytes, false, seen);
-      owed_.push_back(1);
+      ticket.handed = hand(lane, peer, f, from, bytes, false, seen);
     } else {
       if (send_frame(peer, f, from, bytes, inline_data || host_source)) {
         if (!request) in_flight(p_.at(peer, 0)).push_back(cursor_.next());
-        owed_.push_back(1);
         if (request) {
           ++unanswered_[static_cast<std::size_t>(peer)];
           asked_[cursor_.next()] = peer;
@@ -348,21 +355,17 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
       if (p_.stats()) p_.lane_[0]->send_time.add(Clock::now() - seen);
     }
   }
-  // Consumed either way: the source was read (or never will be, or a lane reads it before the
-  // head passes it), the slot is free.
-  if (handoff.advance) handed_.push_back(handoff);
+  // Consumed either way: the source was read (or never will be), the slot is free, once the
+  // frames handed to lanes were sent.
 }
 
 bool TcpProxy::Sender::advance_head() {
-  const std::uint64_t before = head_;
-  while (!handed_.empty() && (handed_.front().lane == 0 ||
-                              p_.lane_[static_cast<std::size_t>(handed_.front().lane)]->sent.load(
-                                  std::memory_order_acquire) > handed_.front().seq)) {
-    head_ += handed_.front().advance;
-    handed_.pop_front();
-  }
-  if (head_ == before) return false;
-  p_.publish_head(head_);
+  if (!tickets_.pass_head([this](const Ticket& t) {
+        return sent(t.handed) && std::all_of(t.more.begin(), t.more.end(),
+                                             [this](const Handed& h) { return sent(h); });
+      }))
+    return false;
+  p_.publish_head(tickets_.head());
   return true;
 }
 
@@ -390,7 +393,7 @@ bool TcpProxy::Sender::exchange_acks() {
     std::deque<std::uint64_t>& tickets = *in_flight_[c];
     const std::uint64_t acked = p_.peer_acked_[c].load(std::memory_order_acquire);
     while (acks_seen_[c] < acked && !tickets.empty()) {
-      --owed_[tickets.front() - done_base_];
+      --tickets_[tickets.front()].owed;
       tickets.pop_front();
       ++acks_seen_[c];
       busy = true;
@@ -402,15 +405,11 @@ bool TcpProxy::Sender::exchange_acks() {
 bool TcpProxy::Sender::send_replies() {
   bool busy = false;
   std::vector<Reply> replies;
-  std::vector<std::uint64_t> answered;
   {
     std::lock_guard<std::mutex> lock(p_.replies_mutex_);
     replies.swap(p_.replies_);
   }
-  {
-    std::lock_guard<std::mutex> lock(p_.requests_mutex_);
-    answered.swap(p_.answered_);
-  }
+  const std::vector<std::uint64_t> answered = p_.requests_.answered();
   for (Reply& r : replies) {
     const bool get_reply = r.frame.type == kFrameGetReply;
     r.frame.count ^= bad_reply_;
@@ -420,7 +419,7 @@ bool TcpProxy::Sender::send_replies() {
     busy = true;
   }
   for (std::uint64_t t : answered) {
-    --owed_[t - done_base_];
+    --tickets_[t].owed;
     if (auto it = asked_.find(t); it != asked_.end()) {
       --unanswered_[static_cast<std::size_t>(it->second)];
       asked_.erase(it);
@@ -431,13 +430,8 @@ bool TcpProxy::Sender::send_replies() {
 }
 
 void TcpProxy::Sender::retire_done() {
-  const std::uint64_t before = done_base_;
-  while (!owed_.empty() && owed_.front() == 0) {
-    owed_.pop_front();
-    ++done_base_;
-  }
-  // Tickets whose frame could not be sent are never finished: quiet() then ends on the abort.
-  if (done_base_ != before) p_.publish_done(done_base_);
+  if (tickets_.retire([](const Ticket& t) { return t.owed == 0; }))
+    p_.publish_done(tickets_.done());
 }
 
 void TcpProxy::Sender::wait_for_work(bool busy) {

@@ -418,7 +418,7 @@ void UcxProxy::progress_loop() {
   int efd = -1;
   if (ucp_worker_get_efd(worker, &efd) != UCS_OK) efd = -1;
   RingCursor cursor(handle_);
-  std::uint64_t head = 0, done = 0, flush_needed = 0;
+  std::uint64_t flush_needed = 0;
   std::vector<Ticket*> fetching;  // fetching atomics whose value is not delivered yet
   IdlePolicy idle(spin());
   while (!stop_.load(std::memory_order_acquire)) {
@@ -428,8 +428,7 @@ void UcxProxy::progress_loop() {
         const ProxyDesc* slot = cursor.peek();
         if (!slot) break;
         const ProxyDesc d = *slot;
-        tickets_.push_back(Ticket{});
-        Ticket& t = tickets_.back();
+        Ticket& t = tickets_.open();
         t.proxy = this;
         t.number = cursor.next();
         t.peer = d.peer;
@@ -447,7 +446,7 @@ void UcxProxy::progress_loop() {
     while (ucp_worker_progress(worker) != 0) busy = true;
     if (!told_peers_ && received_.load(std::memory_order_acquire)) (void)serve_word_messages();
     if (failed() && !told_peers_) tell_peers_ended();
-    if (!failed() && word_ticket_ && &tickets_.front() == word_ticket_ &&
+    if (!failed() && word_ticket_ && &tickets_.oldest() == word_ticket_ &&
         word_ticket_->pending == 0 && (!word_ticket_->remote || flushed_ > word_ticket_->number)) {
       // Everything before it is done and its own put in place: the peer applies it after them.
       if (word_ticket_->word.ask != static_cast<std::uint32_t>(Ask::Word)) {
@@ -472,9 +471,8 @@ void UcxProxy::progress_loop() {
         busy = true;
       }
       // The head passes every ticket whose sources were read, in order.
-      const std::uint64_t head_before = head;
-      while (head < cursor.next() && tickets_[head - done].source_pending == 0) ++head;
-      if (head != head_before) publish_head(head);
+      if (tickets_.pass_head([](const Ticket& t) { return t.source_pending == 0; }))
+        publish_head(tickets_.head());
       if (!flush_.in_flight && flush_needed > flushed_) {
         ucp_request_param_t param{};
         param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -493,15 +491,11 @@ void UcxProxy::progress_loop() {
         }
         busy = true;
       }
-      const std::uint64_t done_before = done;
-      while (!tickets_.empty() && done < head) {
-        const Ticket& t = tickets_.front();
-        if (t.pending != 0 || t.fetch || t.word_message || (t.remote && t.number >= flushed_))
-          break;
-        tickets_.pop_front();
-        ++done;
-      }
-      if (done != done_before) publish_done(done);
+      if (tickets_.retire([this](const Ticket& t) {
+            return t.pending == 0 && !t.fetch && !t.word_message &&
+                   (!t.remote || t.number < flushed_);
+          }))
+        publish_done(tickets_.done());
     }
     cursor.end_turn();
     idle.after_turn(

@@ -19,8 +19,10 @@
 
 #include "platform/word_op.hpp"
 #include "transport/net/ucx/ucx_mesh.hpp"
+#include "transport/proxy/open_requests.hpp"
 #include "transport/proxy/proxy.hpp"
 #include "transport/proxy/staging.hpp"
+#include "transport/proxy/ticket_ledger.hpp"
 
 namespace gnio::proxy {
 
@@ -81,8 +83,8 @@ class UcxProxy final : public Proxy {
   static constexpr unsigned kWordReplyMessage = 0x48;
   static constexpr unsigned kEndedMessage = 0x49;
 
-  /// One ticket taken from the ring, until it is done. Lives in tickets_ (a deque: UCX's
-  /// completion callbacks hold its address).
+  /// One ticket taken from the ring, until it is done. Lives in tickets_ (which keeps it at its
+  /// address: UCX's completion callbacks hold it).
   struct Ticket {
     UcxProxy* proxy = nullptr;
     std::uint64_t number = 0;
@@ -277,13 +279,16 @@ class UcxProxy final : public Proxy {
   std::uint64_t exposed_ = 0;
   std::vector<std::unique_ptr<net::UcxMesh::Region>> inboxes_;
   // Proxy thread only.
-  std::deque<Ticket> tickets_;
+  TicketLedger<Ticket> tickets_;
   std::uint64_t flushed_ = 0;
   Flush flush_;
   bool issued_ = false;  // an operation was issued since the last fence
   // The ticket whose word message is not answered yet: no later one is taken until it is, so
   // that operations after it take effect after it.
   Ticket* word_ticket_ = nullptr;
+  // Its messages awaiting their answers: part 0 for a word message, a staged chunk's offset for
+  // each chunk (`where`: the chunk's place in window_).
+  OpenRequests requests_;
   std::deque<SentReply> replies_out_;
   std::uint64_t operations_ = 0, fences_ = 0, flushes_ = 0;  // GNIO_PROXY_STATS
   std::uint64_t words_sent_ = 0, words_applied_ = 0;         // GNIO_PROXY_STATS

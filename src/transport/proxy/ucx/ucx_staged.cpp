@@ -76,6 +76,9 @@ bool UcxProxy::advance_staged(Ticket& t) {
     if (put && last) t.source_pending = 0;
     c.awaiting = true;
     c.sending = true;
+    requests_.open(t.number, c.request.offset,
+                   OpenRequest{t.peer, put ? RequestKind::Update : RequestKind::Get, put ? 0 : n,
+                               static_cast<std::uint64_t>(&c - window_.data())});
     ++words_sent_;
     did = true;
     bootstrap::release_network_order_for_tsan();

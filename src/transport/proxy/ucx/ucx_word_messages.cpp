@@ -4,6 +4,7 @@
 // UCX.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "base/fail.hpp"
 #include "bootstrap/socket.hpp"
@@ -39,6 +40,7 @@ bool UcxProxy::send_word(Ticket& t) {
   ucp_request_param_t param = request(t, &UcxProxy::on_done);
   t.word_sent = true;
   ++t.pending;  // the answer
+  requests_.open(t.number, 0, OpenRequest{t.peer, RequestKind::Update, 0, 0});
   ++words_sent_;
   bootstrap::release_network_order_for_tsan();
   return started(ucp_am_send_nbx(mesh_.ep(t.peer), kWordRequestMessage, &t.word, sizeof t.word,
@@ -270,16 +272,14 @@ bool UcxProxy::take_answer(const Received<WordReply>& m) {
   Ticket* t = word_ticket_;
   const bool get = t && t->word.ask == static_cast<std::uint32_t>(Ask::Get);
   const bool staged = t && t->word.ask != static_cast<std::uint32_t>(Ask::Word);
-  // A staged ticket's answer names one of its unanswered chunks, and a get's brings its bytes.
-  StagedChunk* chunk = nullptr;
-  if (staged)
-    for (StagedChunk& c : window_)
-      if (c.awaiting && c.request.offset == r.offset) chunk = &c;
-  const bool expected =
-      t && r.token == token_ && r.ticket == t->number && r.from == t->peer &&
-      (staged ? chunk != nullptr && m.data.size() == (get ? chunk->request.bytes : 0)
-              : t->word_sent && m.data.empty());
-  if (!expected) {
+  // Only the open ticket's messages await answers; a staged ticket's answer names one of its
+  // unanswered chunks by offset, and a get's brings that chunk's bytes.
+  const std::optional<OpenRequest> asked =
+      r.token == token_
+          ? requests_.take(r.ticket, staged ? r.offset : 0, r.from,
+                           get ? RequestKind::Get : RequestKind::Update, m.data.size())
+          : std::nullopt;
+  if (!t || !asked) {
     fail_transport(
         format("rank %d: ucx transport: rank %d sent an answer naming ticket %llu "
                "(%zu bytes of data), which answers no open %s of this rank; nothing "
@@ -306,7 +306,8 @@ bool UcxProxy::take_answer(const Received<WordReply>& m) {
         return false;
       }
     }
-    chunk->awaiting = false;  // advance_staged sends the next chunks, or ends the ticket
+    // advance_staged sends the next chunks, or ends the ticket.
+    window_[static_cast<std::size_t>(asked->where)].awaiting = false;
     return true;
   }
   --t->pending;
