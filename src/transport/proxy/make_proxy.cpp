@@ -10,7 +10,7 @@ namespace gnio::proxy {
 
 std::unique_ptr<Proxy> make_proxy(const std::string& net, const ProxyArgs& args) {
   if (net == "ucx") return make_ucx_proxy(args);
-  return std::make_unique<TcpProxy>(args);
+  return make_tcp_proxy(args);
 }
 
 }  // namespace gnio::proxy

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <optional>
 
 #include "base/deadline.hpp"
@@ -19,6 +20,7 @@
 #include "gnio/log.hpp"
 #include "platform/word_op.hpp"
 #include "transport/proxy/proxy_frame.hpp"
+#include "transport/proxy/tcp/tcp_proxy_class.hpp"
 
 namespace gnio::proxy {
 namespace {
@@ -549,6 +551,10 @@ std::uint64_t TcpProxy::apply_atomic(const Frame& f) {
   return lane_[0]->inbound->word_atomic(heap_base_ + f.dst_offset, static_cast<unsigned>(f.bytes),
                                         word_op_of(static_cast<AtomicOp>(f.sig_op)), f.value,
                                         f.sig_offset);
+}
+
+std::unique_ptr<Proxy> make_tcp_proxy(const ProxyArgs& args) {
+  return std::make_unique<TcpProxy>(args);
 }
 
 }  // namespace gnio::proxy

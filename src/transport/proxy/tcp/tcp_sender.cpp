@@ -19,7 +19,7 @@
 #include "transport/proxy/idle_policy.hpp"
 #include "transport/proxy/proxy_frame.hpp"
 #include "transport/proxy/ring_cursor.hpp"
-#include "transport/proxy/tcp/tcp_proxy.hpp"
+#include "transport/proxy/tcp/tcp_proxy_class.hpp"
 #include "transport/proxy/ticket_ledger.hpp"
 
 namespace gnio::proxy {
