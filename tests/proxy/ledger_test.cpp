@@ -2,6 +2,7 @@
 // a proxy uses), on their own.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -106,19 +107,26 @@ TEST(OpenRequests, AnsweredTicketsComeOnceInOrderAcrossThreads) {
   OpenRequests open;
   constexpr std::uint64_t kTickets = 10000;
   for (std::uint64_t t = 0; t < kTickets; ++t) open.open(t, 0, OpenRequest{1, RequestKind::Update});
-  // The receiving thread takes and answers while the sending thread collects.
+  // The receiving thread takes and answers while the sending thread collects (a take that fails
+  // ends the receiver early, and the collecting loop with it).
+  std::atomic<bool> receiver_done{false};
+  std::uint64_t taken = 0;
   std::thread receiver([&] {
-    for (std::uint64_t t = 0; t < kTickets; ++t) {
-      ASSERT_TRUE(open.take(t, 0, 1, RequestKind::Update, 0));
+    for (std::uint64_t t = 0; t < kTickets && open.take(t, 0, 1, RequestKind::Update, 0); ++t) {
       open.answered(t);
+      ++taken;
     }
+    receiver_done.store(true, std::memory_order_release);
   });
   std::vector<std::uint64_t> seen;
-  while (seen.size() < kTickets) {
+  for (bool last = false; !last;) {
+    last = receiver_done.load(std::memory_order_acquire);
     const std::vector<std::uint64_t> got = open.answered();
     seen.insert(seen.end(), got.begin(), got.end());
   }
   receiver.join();
+  ASSERT_EQ(taken, kTickets);
+  ASSERT_EQ(seen.size(), kTickets);
   for (std::uint64_t t = 0; t < kTickets; ++t) ASSERT_EQ(seen[t], t);
   EXPECT_TRUE(open.answered().empty());
 }

@@ -180,8 +180,9 @@ constexpr WordOp signal_word_op(std::uint32_t sig_op) {
 
 /// The proxy GNIO_NET (`net`: "auto", "tcp" or "ucx") asks for, connected to every rank on
 /// another node. Collective over every rank. Throws Error(Unsupported) for "ucx" in a build
-/// without UCX, or with GNIO_UCX_WORD_OPS=rma where UCX cannot reach the heap's memory (the heap's
-/// data then goes staged through host memory, and UCX atomics cannot reach it).
+/// without UCX, or with GNIO_UCX_WORD_OPS=rma where the heap is staged (UCX cannot reach its
+/// memory, or GNIO_PROXY_STAGING=always): its data then goes through host memory, and UCX atomics
+/// cannot reach it.
 std::unique_ptr<Proxy> make_proxy(const std::string& net, const ProxyArgs& args);
 
 }  // namespace gnio::proxy

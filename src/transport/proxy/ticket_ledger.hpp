@@ -19,8 +19,9 @@ class TicketLedger {
  public:
   /// Opens ticket next() (the descriptor just taken) and returns its entry.
   Entry& open() {
+    Entry& entry = entries_.emplace_back();
     ++next_;
-    return entries_.emplace_back();
+    return entry;
   }
   /// The entry of open ticket `ticket` (done() <= ticket < next()).
   Entry& operator[](std::uint64_t ticket) { return entries_[ticket - done_]; }

@@ -62,7 +62,8 @@ class TcpProxy::Sender {
   /// Sends the replies this rank owes (a get's data read from the heap now) and retires its own
   /// requests that were answered.
   bool send_replies();
-  /// Publishes the done counter past every ticket that owes nothing more.
+  /// Publishes the done counter past every ticket that owes nothing more (and whose frames left:
+  /// done never passes head).
   void retire_done();
   /// Waits as idle_ says; its sleep also ends when another thread nudges this one.
   void wait_for_work(bool busy);
@@ -355,11 +356,11 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
       if (p_.stats()) p_.lane_[0]->send_time.add(Clock::now() - seen);
     }
   }
-  // Consumed either way: the source was read (or never will be), the slot is free, once the
-  // frames handed to lanes were sent.
 }
 
 bool TcpProxy::Sender::advance_head() {
+  // Every ticket taken is consumed whether or not its frames could be sent: the source was read
+  // (or never will be) and the slot is free, once the frames it handed to lanes were sent.
   if (!tickets_.pass_head([this](const Ticket& t) {
         return sent(t.handed) && std::all_of(t.more.begin(), t.more.end(),
                                              [this](const Handed& h) { return sent(h); });
