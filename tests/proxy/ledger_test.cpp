@@ -113,21 +113,24 @@ TEST(OpenRequests, AnsweredTicketsComeOnceInOrderAcrossThreads) {
   std::uint64_t taken = 0;
   std::thread receiver([&] {
     for (std::uint64_t t = 0; t < kTickets && open.take(t, 0, 1, RequestKind::Update, 0); ++t) {
-      open.answered(t);
+      open.answered(t, 1);
       ++taken;
     }
     receiver_done.store(true, std::memory_order_release);
   });
-  std::vector<std::uint64_t> seen;
+  std::vector<AnsweredRequest> seen;
   for (bool last = false; !last;) {
     last = receiver_done.load(std::memory_order_acquire);
-    const std::vector<std::uint64_t> got = open.answered();
+    const std::vector<AnsweredRequest> got = open.answered();
     seen.insert(seen.end(), got.begin(), got.end());
   }
   receiver.join();
   ASSERT_EQ(taken, kTickets);
   ASSERT_EQ(seen.size(), kTickets);
-  for (std::uint64_t t = 0; t < kTickets; ++t) ASSERT_EQ(seen[t], t);
+  for (std::uint64_t t = 0; t < kTickets; ++t) {
+    ASSERT_EQ(seen[t].ticket, t);
+    ASSERT_EQ(seen[t].peer, 1);
+  }
   EXPECT_TRUE(open.answered().empty());
 }
 

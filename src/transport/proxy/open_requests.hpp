@@ -29,6 +29,12 @@ struct OpenRequest {
   std::uint64_t where = 0;         ///< the backend's: where the answer goes
 };
 
+/// A request whose answer was used: its ticket and the peer that answered.
+struct AnsweredRequest {
+  std::uint64_t ticket = 0;
+  int peer = -1;
+};
+
 /// Open requests by (ticket, part): a ticket's request may go in parts (a staged get's chunks),
 /// each answered on its own. Safe to use from several threads.
 class OpenRequests {
@@ -51,24 +57,24 @@ class OpenRequests {
     open_.erase(it);
     return request;
   }
-  /// Records that ticket `ticket`'s answer was used (its effect is in place), for the thread that
-  /// finishes tickets (answered()).
-  void answered(std::uint64_t ticket) {
+  /// Records that ticket `ticket`'s answer from `peer` was used (its effect is in place), for the
+  /// thread that finishes tickets (answered()).
+  void answered(std::uint64_t ticket, int peer) {
     std::lock_guard<std::mutex> lock(mutex_);
-    answered_.push_back(ticket);
+    answered_.push_back(AnsweredRequest{ticket, peer});
   }
-  /// The tickets answered since the last call, in the order they were.
-  std::vector<std::uint64_t> answered() {
-    std::vector<std::uint64_t> tickets;
+  /// The requests answered since the last call, in the order they were.
+  std::vector<AnsweredRequest> answered() {
+    std::vector<AnsweredRequest> requests;
     std::lock_guard<std::mutex> lock(mutex_);
-    tickets.swap(answered_);
-    return tickets;
+    requests.swap(answered_);
+    return requests;
   }
 
  private:
   std::mutex mutex_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, OpenRequest> open_;
-  std::vector<std::uint64_t> answered_;
+  std::vector<AnsweredRequest> answered_;
 };
 
 }  // namespace gnio::proxy

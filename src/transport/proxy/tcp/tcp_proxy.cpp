@@ -501,7 +501,7 @@ bool TcpProxy::receive_frame(int peer, int lane) {
     } else if (addr && !deliver_result(f.count, f.value)) {
       return false;
     }
-    requests_.answered(f.count);
+    requests_.answered(f.count, peer);
     nudge_sender();
     return true;
   }

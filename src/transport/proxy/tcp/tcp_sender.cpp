@@ -9,7 +9,6 @@
 #include <chrono>
 #include <deque>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "base/deadline.hpp"
@@ -139,11 +138,10 @@ class TcpProxy::Sender {
     Frame signal_frame;
   };
   std::deque<Striped> striped_;  // in ticket order
-  // Gets and atomics of this rank not yet answered, per peer (and each one's peer): a put is not
+  // Gets and atomics of this rank not yet answered, per peer: a put is not
   // striped to a peer that still owes an answer, because the target could apply the pieces
   // (received on other lanes) before it reads or updates what the request names.
   std::vector<std::uint32_t> unanswered_;
-  std::unordered_map<std::uint64_t, int> asked_;
   RingCursor cursor_;
   IdlePolicy idle_;
   // Fault injection (GNIO_NET_CUT_AFTER): data bytes sent to each peer so far.
@@ -348,10 +346,7 @@ void TcpProxy::Sender::take(const ProxyDesc& slot, Clock::time_point seen, bool 
     } else {
       if (send_frame(peer, f, from, bytes, inline_data || host_source)) {
         if (!request) in_flight(p_.at(peer, 0)).push_back(cursor_.next());
-        if (request) {
-          ++unanswered_[static_cast<std::size_t>(peer)];
-          asked_[cursor_.next()] = peer;
-        }
+        if (request) ++unanswered_[static_cast<std::size_t>(peer)];
       }
       if (p_.stats()) p_.lane_[0]->send_time.add(Clock::now() - seen);
     }
@@ -410,7 +405,7 @@ bool TcpProxy::Sender::send_replies() {
     std::lock_guard<std::mutex> lock(p_.replies_mutex_);
     replies.swap(p_.replies_);
   }
-  const std::vector<std::uint64_t> answered = p_.requests_.answered();
+  const std::vector<AnsweredRequest> answered = p_.requests_.answered();
   for (Reply& r : replies) {
     const bool get_reply = r.frame.type == kFrameGetReply;
     r.frame.count ^= bad_reply_;
@@ -419,12 +414,9 @@ bool TcpProxy::Sender::send_replies() {
       break;
     busy = true;
   }
-  for (std::uint64_t t : answered) {
-    --tickets_[t].owed;
-    if (auto it = asked_.find(t); it != asked_.end()) {
-      --unanswered_[static_cast<std::size_t>(it->second)];
-      asked_.erase(it);
-    }
+  for (const AnsweredRequest& a : answered) {
+    --tickets_[a.ticket].owed;
+    --unanswered_[static_cast<std::size_t>(a.peer)];
     busy = true;
   }
   return busy;
