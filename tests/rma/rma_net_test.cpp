@@ -504,6 +504,35 @@ GNIO_KERNEL_TEST(NetFault, StagingMismatchIsRefused) {
   EXPECT_LT(took, 10.0) << msg;
 }
 
+// GNIO_NET=tcp: every pair must open the same number of connections. Rank 1 asks for 3, rank 0
+// takes the default (0: picked by backend, 4 or 8, never 3): creation fails on both ranks with
+// InvalidArgument naming both counts, at once. Runs alone in its process.
+GNIO_KERNEL_TEST(NetFault, LaneCountMismatchIsRefused) {
+  const char* rank = std::getenv("RANK");
+  ASSERT_NE(rank, nullptr) << "run under gnio-run";
+  if (std::strcmp(rank, "1") == 0)
+    setenv("GNIO_NET_NSOCKS", "3", 1);
+  else
+    unsetenv("GNIO_NET_NSOCKS");
+  const auto [cls, msg, took] = create_expecting_failure();
+  EXPECT_EQ(cls, gnio::ErrorClass::InvalidArgument) << msg;
+  EXPECT_NE(msg.find("GNIO_NET_NSOCKS is"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::strcmp(rank, "1") == 0 ? "is 3 here" : "but 3 on rank 1"),
+            std::string::npos)
+      << msg;
+  EXPECT_LT(took, 10.0) << msg;
+}
+
+// A connection count outside 0..16 fails creation with InvalidArgument naming the variable and
+// what it may be (every rank asks for 17 here, so none waits for another).
+GNIO_KERNEL_TEST(NetFault, LaneCountOutOfRangeIsRefused) {
+  setenv("GNIO_NET_NSOCKS", "17", 1);
+  const auto [cls, msg, took] = create_expecting_failure();
+  EXPECT_EQ(cls, gnio::ErrorClass::InvalidArgument) << msg;
+  EXPECT_NE(msg.find("GNIO_NET_NSOCKS=17 is not 0 (auto) or in [1, 16]"), std::string::npos) << msg;
+  EXPECT_LT(took, 10.0) << msg;
+}
+
 GNIO_KERNEL_TEST(NetFault, ReceiverRejectsOutOfHeapWrite) {
   gnio::Comm& c = comm();
   DeviceComm dc = c.device_handle();

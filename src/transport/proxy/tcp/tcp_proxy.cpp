@@ -28,10 +28,18 @@ namespace {
 /// Frames a receiving thread takes from one connection before it looks at the others.
 constexpr int kFramesPerTurn = 64;
 
-/// GNIO_NET_NSOCKS, checked.
-int net_lanes() {
+/// Connections per pair when GNIO_NET_NSOCKS is 0 (auto). On GPUs a large put is striped over
+/// the connections past the first, and each lane's threads stage their own chunks through the
+/// copy engines, so more lanes keep more of both in flight: a 64 MiB put from one H100 as 2 nodes
+/// moved 8.4 / 10.9 / 12.5 GB/s over 4 / 5 / 8 (bench/results/2026-12-07f-gpu). The host backend's
+/// ranks share a few cores with the proxy, where 4 already reach a socket's speed.
+constexpr int kGpuLanes = 8, kHostLanes = 4;
+
+/// GNIO_NET_NSOCKS, checked; 0 picks by backend.
+int net_lanes(platform::BackendKind backend) {
   const long long n = config_int("GNIO_NET_NSOCKS");
-  GNIO_REQUIRE(n >= 1 && n <= 16, "GNIO_NET_NSOCKS=%lld is not in [1, 16]", n);
+  GNIO_REQUIRE(n >= 0 && n <= 16, "GNIO_NET_NSOCKS=%lld is not 0 (auto) or in [1, 16]", n);
+  if (n == 0) return backend == platform::BackendKind::Host ? kHostLanes : kGpuLanes;
   return static_cast<int>(n);
 }
 
@@ -45,7 +53,8 @@ net::TcpMesh::Connect net_connect() {
 
 TcpProxy::TcpProxy(const ProxyArgs& args)
     : Proxy(args),
-      mesh_(args.bootstrap, args.node_of_rank, args.timeout_s, net_lanes(), net_connect()) {
+      mesh_(args.bootstrap, args.node_of_rank, args.timeout_s, net_lanes(backend_.kind()),
+            net_connect()) {
   // The host backend's proxy addresses every byte itself; GPU memory goes through bounce buffers
   // (GNIO_PROXY_STAGING=always stages on the host backend too, which is how CI tests that path).
   direct_ = backend_.kind() == platform::BackendKind::Host && !staging_forced();
