@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Second device call of 2026-12-07f (device time for one more call only, so measurements and the
-# GPU suite share it). First, on a quiet machine, with binaries built on the CPU machine and
+# proxy's GPU tests share it). First, on a quiet machine, with binaries built on the CPU machine and
 # carried (build-carried: libgnio, gnio-perf, gnio-run, gnio-tcp-floor of e5cfd26; libs/: the shared
 # libraries they need that the GPU machine lacks): how many tcp connections per pair
 # (GNIO_NET_NSOCKS) the proxy should open on GPUs. Through the tcp proxy, 2 ranks as 2 nodes, each
@@ -8,14 +8,14 @@
 # blocks with 4 and 8 connections and the default (0: auto, 8 on GPUs), two interleaved rounds;
 # put / put_signal latency and the 8-byte rates with 4 and 8 (and 4 with a command ring of 4096
 # slots, and with the proxy's stage times); allreduce 16-256 MiB with 4 and 8; the raw TCP floor
-# first and last. Then the whole build of this tree on the GPU machine and every GPU test (the
-# two-rank ones under MPS), which now run with 8 connections across nodes.
+# first and last. Then, built on the GPU machine, the GPU tests that go through the proxy (they
+# now run with 8 connections across nodes).
 #   OUT=... CALL_S=585 bash bench/results/2026-12-07f-gpu/call-2.sh   (carry build-carried, .deps/tool-debs)
 source "$(dirname "$0")/../../../tests/gpu/device-call.sh"
 L=$PWD/build-carried/src:$PWD/build-carried/libs:/usr/local/cuda/lib64
 C=$PWD/build-carried
 mkdir -p "$x/net"
-budget=175  # seconds for the measurements; the build and the suite need the rest
+budget=${MEASURE_S:-110}  # seconds for the measurements; the build and the suite need the rest
 more() { [ $((SECONDS - start)) -lt $budget ]; }
 LD_LIBRARY_PATH=$L timeout 30 "$C/gnio-tcp-floor" --json "$x/net/floor-1.json" >"$x/net/floor-1.log" 2>&1
 at "floor 1 rc=$?"
@@ -55,6 +55,17 @@ for ns in 4 8; do
 done
 LD_LIBRARY_PATH=$L timeout 30 "$C/gnio-tcp-floor" --json "$x/net/floor-2.json" >"$x/net/floor-2.log" 2>&1
 at "floor 2 rc=$?"
-build
-suite $(($(left) - 25))
+# The GPU tests that go through the proxy (the only ones the connection count changes; the whole
+# suite passed in call 1 on the tree before): their binaries only, built here.
+OUT=$OUT/a BUILD_TARGETS="gnio-run coll_fault_test_2_gpu coll_test_2_gpu channel_test_2_gpu \
+  rma_net_test_gpu rma_persistent_test_gpu rma_test_2_gpu stream_rma_test_3_gpu soak_test_2_gpu" \
+  timeout 200 tests/gpu/session-run.sh build-perf
+at "build done"
+NET_MPS='^(coll_test_4_2nodes_gpu|rma_test_2nodes_gpu|coll_test_4_2nodes_hier_gpu)$'
+NET_TESTS='(2nodes|rma_net_test|rma_persistent_test|soak_test).*_gpu$'
+OUT=$OUT/b SUITE_FILTER="$NET_MPS" SUITE_MPS=1 timeout 60 tests/gpu/session-run.sh suite
+at "suite b (MPS) done"
+OUT=$OUT/c SUITE_FILTER="$NET_TESTS" SUITE_EXCLUDE="$NET_MPS" timeout $(($(left) - 8)) \
+  tests/gpu/session-run.sh suite
+at "suite c done"
 finish
