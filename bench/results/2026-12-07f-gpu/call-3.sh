@@ -10,6 +10,7 @@
 #    the 64 MiB put from 1 and 16 blocks with 4 connections and with the default, interleaved;
 #    put_signal latency and the 8-byte put rate with 4 and the default; allreduce 16-256 MiB with
 #    4 and the default; the raw TCP floor first.
+#   bash bench/results/2026-12-07f-gpu/make-carried.sh      # on the CPU machine, first
 #   OUT=... CALL_S=230 bash bench/results/2026-12-07f-gpu/call-3.sh   (carry build-carried)
 source "$(dirname "$0")/../../../tests/gpu/device-call.sh"
 C=$PWD/build-carried
