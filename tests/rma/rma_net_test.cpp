@@ -523,6 +523,24 @@ GNIO_KERNEL_TEST(NetFault, LaneCountMismatchIsRefused) {
   EXPECT_LT(took, 10.0) << msg;
 }
 
+// GNIO_NET_NSOCKS=0 is the default by name: on the host backend (4) it agrees with a rank that
+// asks for 4. (Before 0 meant the default, it failed creation as out of range.) Runs alone in
+// its process.
+GNIO_KERNEL_TEST(NetFault, LaneCountZeroIsTheDefault) {
+  const char* rank = std::getenv("RANK");
+  ASSERT_NE(rank, nullptr) << "run under gnio-run";
+  const char* backend = std::getenv("GNIO_BACKEND");
+  if (!backend || std::strcmp(backend, "host") != 0)
+    GTEST_SKIP() << "the host backend's test (on GPUs the default is 8)";
+  setenv("GNIO_NET_NSOCKS", std::strcmp(rank, "1") == 0 ? "4" : "0", 1);
+  try {
+    gnio::Comm c = gnio::Comm::from_env();
+    EXPECT_EQ(c.nodes(), 2);
+  } catch (const gnio::Error& e) {
+    ADD_FAILURE() << "creation failed: " << e.what();
+  }
+}
+
 // A connection count outside 0..16 fails creation with InvalidArgument naming the variable and
 // what it may be (every rank asks for 17 here, so none waits for another).
 GNIO_KERNEL_TEST(NetFault, LaneCountOutOfRangeIsRefused) {

@@ -2,8 +2,8 @@
 """Checks two gnio-scale-probe results (a smaller and a larger job) against what a rank may
 cost as the job grows: the same threads; resident memory growing by less than 256 KiB per added
 remote peer (it was 1 MiB when every connection's read buffer was zero-filled at creation);
-sockets at most 2 x GNIO_NET_NSOCKS (4) per remote peer it talks to (one set each way) plus a
-few; no wrong allreduce element.
+sockets at most 2 x GNIO_NET_NSOCKS (4: the host backend's default, which the scale test runs
+on) per remote peer it talks to (one set each way) plus a few; no wrong allreduce element.
 
   scale_check.py SMALL.json LARGE.json
   scale_check.py --ring RING.json

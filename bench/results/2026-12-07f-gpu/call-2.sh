@@ -40,6 +40,7 @@ for ns in 4 8; do
   more || break
   run lat-ns$ns $ns 20 rma --op put,put_signal --scope block --mode lat -b 8 -e 4K -f 8 --reps 3
   for op in put put_signal signal; do
+    more || break
     run rate-$op-ns$ns $ns 15 msgrate --op $op --grid 8 --block 128 -n 200
   done
 done

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The last device call of 2026-12-07f (under 250 s of device time left: nothing is built there).
-# Everything carried, built on the CPU machine from e5cfd26's sources (build-carried: libgnio,
-# gnio-perf, gnio-run, gnio-tcp-floor, and in tests/ the GPU test binaries that go through the
-# proxy; libs/: the shared libraries the GPU machine lacks).
+# Everything carried, built on the CPU machine by make-carried.sh from the checked-out tree
+# (build-carried: libgnio, gnio-perf, gnio-run, gnio-tcp-floor, and in tests/ the GPU test
+# binaries that go through the proxy; libs/: the UCX and numa libraries the GPU machine lacks;
+# CUDA's own come from /usr/local/cuda there).
 # 1. The GPU tests that go through the proxy, which now open 8 connections per pair by default
-#    (GNIO_NET_NSOCKS=0), run as ctest runs them (tests/CMakeLists.txt: the same arguments,
-#    environment and time limits; the two-rank ones that must run at once under MPS).
+#    (GNIO_NET_NSOCKS=0), with ctest's arguments and environment (tests/*/CMakeLists.txt) but
+#    shorter time limits (call 1 ran each in 17 s or less), each two-rank test under MPS (as the
+#    session suite runs rma_test_2nodes_gpu; ctest runs it and the coll ones without).
 # 2. As time allows, through the tcp proxy, 2 ranks as 2 nodes, each run under its own MPS daemon:
 #    the 64 MiB put from 1 and 16 blocks with 4 connections and with the default, interleaved;
 #    put_signal latency and the 8-byte put rate with 4 and the default; allreduce 16-256 MiB with
@@ -24,6 +26,8 @@ check() {  # NAME LIMIT_S ENV... -- COMMAND...
   local envs=()
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
+  [ "$limit" -lt $(($(left) - 15)) ] || limit=$(($(left) - 15))
+  [ "$limit" -gt 5 ] || { echo "$name not run (no time left)" >>"$x/tests/results.txt"; return; }
   env "${envs[@]}" timeout "$limit" "$@" >"$x/tests/$name.log" 2>&1
   local rc=$?
   at "test $name rc=$rc"

@@ -51,16 +51,46 @@ struct TcpMesh::Greeting {
   std::string peer, peer_host;
 };
 
-TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double timeout_s, int lanes,
-                 Connect connect)
+TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double timeout_s,
+                 LaneRequest lanes, Connect connect)
     : me_(bs.rank()),
-      lanes_(lanes),
       token_(bs.token()),
       timeout_s_(timeout_s),
       connect_(connect),
       drops_(format("rank %d tcp transport listener", bs.rank())) {
   const int size = bs.size();
-  const std::size_t n = static_cast<std::size_t>(size) * static_cast<std::size_t>(lanes);
+  // Every pair must open the same connections the same way: a rank that ended with another count
+  // would wait for lanes that never come.
+  struct Asked {
+    std::int32_t lanes;  // 0: the mesh's choice
+    std::int32_t preferred;
+    std::int32_t at_creation;
+  };
+  std::vector<Asked> asked(size);
+  asked[me_] = {lanes.asked, lanes.preferred, connect == Connect::AtCreation};
+  bs.allgather(asked.data(), sizeof(Asked));
+  int chosen = 0;
+  for (const Asked& a : asked)
+    if (a.lanes == 0 && (chosen == 0 || a.preferred < chosen)) chosen = a.preferred;
+  const auto settled = [&](const Asked& a) { return a.lanes != 0 ? a.lanes : chosen; };
+  const auto said = [&](const Asked& a) {
+    return a.lanes != 0 ? format("%d", a.lanes) : format("0 (the default: %d)", chosen);
+  };
+  lanes_ = settled(asked[me_]);
+  for (int r = 0; r < size; ++r) {
+    if (settled(asked[r]) != lanes_)
+      fail(ErrorClass::InvalidArgument,
+           "rank %d: GNIO_NET_NSOCKS is %s here but %s on rank %d; set the same value on every "
+           "rank",
+           me_, said(asked[me_]).c_str(), said(asked[r]).c_str(), r);
+    if (asked[r].at_creation != asked[me_].at_creation)
+      fail(ErrorClass::InvalidArgument,
+           "rank %d: GNIO_NET_CONNECT is %s here but %s on rank %d; set the same value on every "
+           "rank",
+           me_, asked[me_].at_creation ? "eager" : "lazy", asked[r].at_creation ? "eager" : "lazy",
+           r);
+  }
+  const std::size_t n = static_cast<std::size_t>(size) * static_cast<std::size_t>(lanes_);
   send_.resize(n);
   receive_.resize(n);
   opened_fds_.assign(n, -1);
@@ -72,36 +102,15 @@ TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double tim
       remote_[r] = true;
     }
 
-  // Every pair must open the same connections the same way: a rank that asked for another count
-  // would wait for lanes that never come.
-  struct Asked {
-    std::int32_t lanes;
-    std::int32_t at_creation;
-  };
-  std::vector<Asked> asked(size);
-  asked[me_] = {lanes, connect == Connect::AtCreation};
-  bs.allgather(asked.data(), sizeof(Asked));
-  for (int r = 0; r < size; ++r) {
-    if (asked[r].lanes != lanes)
-      fail(ErrorClass::InvalidArgument,
-           "rank %d: GNIO_NET_NSOCKS is %d here but %d on rank %d; set the same value on every "
-           "rank",
-           me_, lanes, asked[r].lanes, r);
-    if (asked[r].at_creation != asked[me_].at_creation)
-      fail(ErrorClass::InvalidArgument,
-           "rank %d: GNIO_NET_CONNECT is %s here but %s on rank %d; set the same value on every "
-           "rank",
-           me_, asked[me_].at_creation ? "eager" : "lazy", asked[r].at_creation ? "eager" : "lazy",
-           r);
-  }
-
   listener_ = bootstrap::listen_tcp(listen_here(bs), "the tcp transport (GNIO_NET)");
   addrs_.resize(static_cast<std::size_t>(size));
   addrs_[me_] = bootstrap::local_address(listener_.get()).to_net();
   bs.allgather(addrs_.data(), sizeof(bootstrap::NetAddress));
   if (connect_ == Connect::OnFirstUse) {
-    GNIO_INFO(Net, "rank %d: tcp transport: %zu remote rank(s), connections on first use", me_,
-              peers_.size());
+    GNIO_INFO(Net,
+              "rank %d: tcp transport: %zu remote rank(s), %d connection(s) per pair, opened "
+              "on first use",
+              me_, peers_.size(), lanes_);
     return;
   }
 
@@ -111,10 +120,10 @@ TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double tim
   int to_accept = 0;
   for (int p : peers_) {
     if (p > me_) {
-      to_accept += lanes;
+      to_accept += lanes_;
       continue;
     }
-    for (int lane = 0; lane < lanes; ++lane) {
+    for (int lane = 0; lane < lanes_; ++lane) {
       int err = 0;
       if (send_fd(p, lane, &err) < 0)
         fail(ErrorClass::SystemError,
@@ -156,7 +165,7 @@ TcpMesh::TcpMesh(Bootstrap& bs, const std::vector<int>& node_of_rank, double tim
   }
   listener_.reset();  // everything is connected: strays have nothing to reach
   GNIO_INFO(Net, "rank %d: tcp transport connected to %zu remote rank(s), %d socket(s) each", me_,
-            peers_.size(), lanes);
+            peers_.size(), lanes_);
 }
 
 TcpMesh::~TcpMesh() = default;

@@ -36,13 +36,22 @@ class TcpMesh {
     int lane;
   };
 
+  /// How many sockets per remote peer and direction a rank asks for: `asked` (GNIO_NET_NSOCKS),
+  /// or with `asked` 0 the mesh's choice, the smallest `preferred` of the ranks that leave it to
+  /// the mesh (what suits each: its backend decides), so that ranks of different kinds agree.
+  struct LaneRequest {
+    int asked;
+    int preferred;
+  };
+
   /// Collective over every rank of `bootstrap` (ranks without remote peers take part too):
-  /// listens and exchanges addresses; with Connect::AtCreation also connects `lanes` sockets to
-  /// each remote peer of lower rank and accepts the others'. Each step is bounded by `timeout_s`
-  /// (0 = no limit). `node_of_rank[r]` is rank r's node. Throws Error(InvalidArgument) when the
-  /// ranks ask for different lane counts or ways to connect.
-  TcpMesh(Bootstrap& bootstrap, const std::vector<int>& node_of_rank, double timeout_s, int lanes,
-          Connect connect);
+  /// settles the lane count (LaneRequest), listens and exchanges addresses; with
+  /// Connect::AtCreation also connects lanes() sockets to each remote peer of lower rank and
+  /// accepts the others'. Each step is bounded by `timeout_s` (0 = no limit). `node_of_rank[r]`
+  /// is rank r's node. Throws Error(InvalidArgument) when the ranks end with different lane
+  /// counts or ask for different ways to connect.
+  TcpMesh(Bootstrap& bootstrap, const std::vector<int>& node_of_rank, double timeout_s,
+          LaneRequest lanes, Connect connect);
   ~TcpMesh();
 
   /// Sockets per remote peer and direction.

@@ -28,19 +28,20 @@ namespace {
 /// Frames a receiving thread takes from one connection before it looks at the others.
 constexpr int kFramesPerTurn = 64;
 
-/// Connections per pair when GNIO_NET_NSOCKS is 0 (auto). On GPUs a large put is striped over
-/// the connections past the first, and each lane's threads stage their own chunks through the
-/// copy engines, so more lanes keep more of both in flight: a 64 MiB put from one H100 as 2 nodes
-/// moved 8.4 / 10.9 / 12.5 GB/s over 4 / 5 / 8 (bench/results/2026-12-07f-gpu). The host backend's
-/// ranks share a few cores with the proxy, where 4 already reach a socket's speed.
-constexpr int kGpuLanes = 8, kHostLanes = 4;
+/// Connections per pair a rank of this backend prefers when GNIO_NET_NSOCKS is 0 (the mesh takes
+/// the smallest preference of the job's ranks). On GPUs a large put is striped over the
+/// connections past the first, and each lane's threads stage their own chunks through the copy
+/// engines, so more lanes keep more of both in flight: a 64 MiB put from one H100 as 2 nodes
+/// moved 8.4 / 10.9 / 12.5 GB/s over 4 / 5 / 8 (bench/results/2026-12-07f-gpu). The host
+/// backend's ranks share a few cores with the proxy's threads: it keeps the 4 it has always had.
+constexpr int kGpuLanes = 8;
+constexpr int kHostLanes = 4;
 
-/// GNIO_NET_NSOCKS, checked; 0 picks by backend.
-int net_lanes(platform::BackendKind backend) {
+/// GNIO_NET_NSOCKS, checked, with this backend's preference for 0.
+net::TcpMesh::LaneRequest net_lanes(platform::BackendKind backend) {
   const long long n = config_int("GNIO_NET_NSOCKS");
   GNIO_REQUIRE(n >= 0 && n <= 16, "GNIO_NET_NSOCKS=%lld is not 0 (auto) or in [1, 16]", n);
-  if (n == 0) return backend == platform::BackendKind::Host ? kHostLanes : kGpuLanes;
-  return static_cast<int>(n);
+  return {static_cast<int>(n), backend == platform::BackendKind::Host ? kHostLanes : kGpuLanes};
 }
 
 /// GNIO_NET_CONNECT.
