@@ -484,6 +484,12 @@ GNIO_KERNEL_TEST(NetFault, UcxStartFailureReachesEveryRank) {
   EXPECT_LT(took, 10.0) << msg;
 }
 
+/// Whether this test process runs on the host backend (GNIO_BACKEND=host, as ctest sets it).
+bool on_host_backend() {
+  const char* backend = std::getenv("GNIO_BACKEND");
+  return backend != nullptr && std::strcmp(backend, "host") == 0;
+}
+
 // GNIO_NET=ucx: whether the heap is registered with UCX or its data staged through messages must
 // be the same on every rank (rank 1 here stages, rank 0 does not): communicator creation fails
 // on every rank with InvalidArgument naming both, at once. Runs alone in its process.
@@ -492,8 +498,7 @@ GNIO_KERNEL_TEST(NetFault, StagingMismatchIsRefused) {
   if (!net || std::strcmp(net, "ucx") != 0) GTEST_SKIP() << "the ucx backend's test";
   const char* rank = std::getenv("RANK");
   ASSERT_NE(rank, nullptr) << "run under gnio-run";
-  const char* backend = std::getenv("GNIO_BACKEND");
-  if (!backend || std::strcmp(backend, "host") != 0)
+  if (!on_host_backend())
     GTEST_SKIP() << "the host backend's test (on GPUs the choice depends on UCX's CUDA support)";
   setenv("GNIO_PROXY_STAGING", std::strcmp(rank, "1") == 0 ? "always" : "auto", 1);
   const auto [cls, msg, took] = create_expecting_failure();
@@ -529,9 +534,7 @@ GNIO_KERNEL_TEST(NetFault, LaneCountMismatchIsRefused) {
 GNIO_KERNEL_TEST(NetFault, LaneCountZeroIsTheDefault) {
   const char* rank = std::getenv("RANK");
   ASSERT_NE(rank, nullptr) << "run under gnio-run";
-  const char* backend = std::getenv("GNIO_BACKEND");
-  if (!backend || std::strcmp(backend, "host") != 0)
-    GTEST_SKIP() << "the host backend's test (on GPUs the default is 8)";
+  if (!on_host_backend()) GTEST_SKIP() << "the host backend's test (on GPUs the default is 8)";
   setenv("GNIO_NET_NSOCKS", std::strcmp(rank, "1") == 0 ? "4" : "0", 1);
   try {
     gnio::Comm c = gnio::Comm::from_env();
