@@ -85,6 +85,7 @@ struct IpcAllocation {
 using WordOp = gnio::WordOp;
 
 struct DeliveryRing;  // platform/delivery_agent.hpp
+struct AgentScratch;  // platform/delivery_agent.hpp
 
 /// What Backend::deliver writes, in this order: data, then a signal word, then a completion mark.
 /// Every part is optional (null pointer / zero bytes: skipped).
@@ -243,8 +244,9 @@ class Backend {
   /// applies what the proxy thread publishes in `ring` (host-mapped memory) until the host sets
   /// `ring->stop`, and occupies `s` until then. On GPUs one block of kAgentThreads threads, so
   /// kernels that fill the GPU later still find it resident; on the host backend the stream's
-  /// thread.
-  virtual void start_delivery_agent(DeliveryRing* ring, StreamRef s) = 0;
+  /// thread. `scratch`: what the agent's threads share, alloc_device() memory of this backend
+  /// (not block-shared memory: see AgentScratch), used by one agent at a time.
+  virtual void start_delivery_agent(DeliveryRing* ring, AgentScratch* scratch, StreamRef s) = 0;
 };
 
 /// The host backend (always available).

@@ -131,11 +131,16 @@ GNIO_HD void apply_signals_after_data(const Item* items, std::uint32_t count) {
 #endif
 }
 
-/// The agent's block-shared memory: a batch's entries and small data, read out of host memory by
+/// What the agent's threads share: a batch's entries and small data, read out of host memory by
 /// every thread at once. Each read of host memory crosses the bus (~1 us); read one field at a time
 /// by one thread, the entries of a batch took several such trips each, and the agent moved 8-byte
 /// puts at a quarter of the rate of a kernel launch per batch (bench/results/
-/// 2026-12-06-h100-delivery-agent).
+/// 2026-12-06-h100-delivery-agent). On GPUs it lies in device memory (Backend::alloc_device), not
+/// in block-shared memory: the agent is started while application kernels may hold every SM, and
+/// an SM takes a block only if its shared memory fits the split between L1 and shared memory
+/// that the kernels already there chose. With this struct (8 KiB) as `__shared__` the agent never
+/// started beside rma_persistent_test's kernel (a block of 128 threads, no shared memory, on every
+/// SM) on one H100, while the launches, which use no shared memory, did (2026-12-07).
 struct AgentScratch {
   std::uint64_t end;  ///< the batch's end (thread 0 -> all)
   std::uint64_t quit;

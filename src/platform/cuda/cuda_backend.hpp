@@ -144,7 +144,7 @@ class CudaBackend final : public Backend {
   /// and stores the mark; data over kDeliverKernelBytes goes through cudaMemcpyAsync first.
   void deliver(const Delivery& d, StreamRef s) override;
   void deliver_batch(const Delivery* d, std::size_t count, StreamRef s) override;
-  void start_delivery_agent(DeliveryRing* ring, StreamRef s) override;
+  void start_delivery_agent(DeliveryRing* ring, AgentScratch* scratch, StreamRef s) override;
   void device_synchronize() override;
 
  private:

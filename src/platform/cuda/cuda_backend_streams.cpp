@@ -143,11 +143,11 @@ void CudaBackend::deliver_batch(const Delivery* d, std::size_t count, StreamRef 
                   "launching the deliver kernel for a batch of %zu deliveries", count);
 }
 
-void CudaBackend::start_delivery_agent(DeliveryRing* ring, StreamRef s) {
+void CudaBackend::start_delivery_agent(DeliveryRing* ring, AgentScratch* scratch, StreamRef s) {
   cudaStream_t stream = cuda_stream(s, device_);
-  GNIO_REQUIRE(ring, "start_delivery_agent on GPU %d: no ring", device_);
+  GNIO_REQUIRE(ring && scratch, "start_delivery_agent on GPU %d: no ring or no scratch", device_);
   ScopedDevice guard(device_);
-  GNIO_CUDA_CHECK(device_, launch_delivery_agent_kernel(ring, stream),
+  GNIO_CUDA_CHECK(device_, launch_delivery_agent_kernel(ring, scratch, stream),
                   "launching the delivery agent (ring %p)", static_cast<void*>(ring));
 }
 

@@ -70,9 +70,9 @@ struct BlockBarrier {
   __device__ void operator()() const { __syncthreads(); }
 };
 
-__global__ void __launch_bounds__(kAgentThreads) delivery_agent_kernel(DeliveryRing* ring) {
-  __shared__ AgentScratch scratch;
-  run_delivery_agent(ring, threadIdx.x, blockDim.x, BlockBarrier{}, &scratch);
+__global__ void __launch_bounds__(kAgentThreads)
+    delivery_agent_kernel(DeliveryRing* ring, AgentScratch* scratch) {
+  run_delivery_agent(ring, threadIdx.x, blockDim.x, BlockBarrier{}, scratch);
 }
 
 }  // namespace
@@ -134,8 +134,9 @@ cudaError_t launch_deliver_batch_kernel(const Delivery* d, std::size_t count, cu
   return cudaGetLastError();
 }
 
-cudaError_t launch_delivery_agent_kernel(DeliveryRing* ring, cudaStream_t stream) {
-  delivery_agent_kernel<<<1, kAgentThreads, 0, stream>>>(ring);
+cudaError_t launch_delivery_agent_kernel(DeliveryRing* ring, AgentScratch* scratch,
+                                         cudaStream_t stream) {
+  delivery_agent_kernel<<<1, kAgentThreads, 0, stream>>>(ring, scratch);
   return cudaGetLastError();
 }
 

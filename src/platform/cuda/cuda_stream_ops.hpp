@@ -33,6 +33,7 @@ cudaError_t launch_deliver_kernel(const Delivery& d, cudaStream_t stream);
 cudaError_t launch_deliver_batch_kernel(const Delivery* d, std::size_t count, cudaStream_t stream);
 /// Queues the delivery agent's kernel (one block of kAgentThreads) on `stream`; it returns once the
 /// host sets ring->stop and everything published is applied.
-cudaError_t launch_delivery_agent_kernel(DeliveryRing* ring, cudaStream_t stream);
+cudaError_t launch_delivery_agent_kernel(DeliveryRing* ring, AgentScratch* scratch,
+                                         cudaStream_t stream);
 
 }  // namespace gnio::platform

@@ -399,15 +399,14 @@ void HostBackend::deliver_batch(const Delivery* d, std::size_t count, StreamRef 
       "deliver_batch");
 }
 
-void HostBackend::start_delivery_agent(DeliveryRing* ring, StreamRef s) {
+void HostBackend::start_delivery_agent(DeliveryRing* ring, AgentScratch* scratch, StreamRef s) {
   detail::HostStream* stream = host_stream(s, "start_delivery_agent");
-  GNIO_REQUIRE(ring, "host backend start_delivery_agent: no ring");
+  GNIO_REQUIRE(ring && scratch, "host backend start_delivery_agent: no ring or no scratch");
   // The stream's own thread is the agent: one thread, whose barrier is a no-op.
   stream->enqueue_function(
-      [ring] {
-        auto scratch = std::make_unique<AgentScratch>();
+      [ring, scratch] {
         run_delivery_agent(
-            ring, 0, 1, [] {}, scratch.get());
+            ring, 0, 1, [] {}, scratch);
       },
       "delivery agent");
 }

@@ -91,7 +91,7 @@ class HostBackend final : public Backend {
   /// memcpy, the signal's atomic and the mark's release store on the stream's worker.
   void deliver(const Delivery& d, StreamRef s) override;
   void deliver_batch(const Delivery* d, std::size_t count, StreamRef s) override;
-  void start_delivery_agent(DeliveryRing* ring, StreamRef s) override;
+  void start_delivery_agent(DeliveryRing* ring, AgentScratch* scratch, StreamRef s) override;
   /// Synchronizes every live stream of this backend; rethrows the first error found.
   void device_synchronize() override;
 

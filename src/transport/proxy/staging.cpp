@@ -65,6 +65,8 @@ Staging::Staging(platform::Backend& backend, Direction direction, bool direct, s
         ring_ = static_cast<platform::DeliveryRing*>(
             backend_.alloc_host_mapped(sizeof(platform::DeliveryRing)));
         std::memset(static_cast<void*>(ring_), 0, sizeof(platform::DeliveryRing));
+        agent_scratch_ = static_cast<platform::AgentScratch*>(
+            backend_.alloc_device(sizeof(platform::AgentScratch)));
         backend_.create_stream(&agent_cuda_, &agent_host_);
       }
     }
@@ -93,6 +95,8 @@ void Staging::release() noexcept {
   }
   backend_.free_host_mapped(ring_);
   ring_ = nullptr;
+  backend_.free_device(agent_scratch_);
+  agent_scratch_ = nullptr;
   for (int i = 0; i < 2; ++i) {
     if (cuda_[i] || host_[i]) {
       try {
@@ -397,7 +401,7 @@ void Staging::publish() {
   dev::atomic_store(&ring_->tail, agent_tail_, dev::Order::Release);
   agent_used_ = std::chrono::steady_clock::now();
   if (!agent_running_) {
-    backend_.start_delivery_agent(ring_, agent_stream());
+    backend_.start_delivery_agent(ring_, agent_scratch_, agent_stream());
     agent_running_ = true;
   }
 }

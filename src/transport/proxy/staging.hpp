@@ -133,6 +133,7 @@ class Staging {
   // runs, entries written into the ring, the last mark it was given and the last one queued on
   // stream(0) (what later entries wait for), when it last got work.
   platform::DeliveryRing* ring_ = nullptr;
+  platform::AgentScratch* agent_scratch_ = nullptr;  // alloc_device(): the agent's shared state
   CUstream_st* agent_cuda_ = nullptr;
   detail::HostStream* agent_host_ = nullptr;
   bool agent_running_ = false;
