@@ -138,6 +138,7 @@ class Staging {
   detail::HostStream* agent_host_ = nullptr;
   bool agent_running_ = false;
   std::uint64_t agent_tail_ = 0;
+  std::uint64_t agent_head_ = 0;  // the agent's `head` as last read (publish())
   std::uint64_t agent_mark_ = 0;
   std::uint64_t stream_mark_ = 0;
   std::chrono::steady_clock::time_point agent_used_{};
