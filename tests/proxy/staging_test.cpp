@@ -236,6 +236,33 @@ TEST_P(StagingTest, SmallDeliveriesLandInTheOrderTheyCame) {
   backend->free_device(words);
 }
 
+TEST_P(StagingTest, MoreSmallDeliveriesThanTheAgentRingHoldsAllLand) {
+  // Eight times the delivery agent's ring without a pause: the publisher must find room again
+  // each time the ring fills (it reads the agent's progress only then) and never overwrite an
+  // entry the agent has not taken.
+  const Param p = GetParam();
+  Staging receiver(*backend, kIn, p.direct, p.chunk, p.agent);
+  const std::size_t count = 8 * gnio::platform::kAgentSlots + 5;
+  auto* slots = static_cast<std::uint64_t*>(backend->alloc_device(count * sizeof(std::uint64_t)));
+  auto* counted = static_cast<std::uint64_t*>(backend->alloc_device(sizeof(std::uint64_t)));
+  for (std::size_t i = 0; i < count; ++i) slots[i] = kPoison;
+  *counted = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::uint64_t value = 3 * k + 1;
+    const Staging::Signal signal{counted, WordOp::Add, 1};
+    std::uint64_t mark = 0;
+    ASSERT_TRUE(
+        receiver.receive(&value, &slots[k], sizeof(value), &signal, Deadline::after(30), &mark));
+  }
+  ASSERT_TRUE(receiver.settle(Deadline::after(30)));
+  EXPECT_EQ(*counted, count);
+  std::size_t wrong = 0;
+  for (std::size_t k = 0; k < count; ++k) wrong += slots[k] != 3 * k + 1;
+  EXPECT_EQ(wrong, 0u);
+  backend->free_device(slots);
+  backend->free_device(counted);
+}
+
 template <class T>
 void check_word_ops(Staging& s, T* w) {
   const T big = static_cast<T>(~T{0} - 5);  // exercises the full width
