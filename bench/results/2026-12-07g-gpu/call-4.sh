@@ -80,7 +80,7 @@ for agent in 0 1; do
 done
 for agent in 0 1; do
   for op in put put_signal; do
-    run rate-$op-agent$agent GNIO_PROXY_AGENT=$agent -- msgrate --op $op --grid 8 --block 128 -n 200
+    run rate-$op-agent$agent GNIO_PROXY_AGENT=$agent GNIO_PROXY_STATS=1 -- msgrate --op $op --grid 8 --block 128 -n 200
   done
 done
 for ns in 4 0; do
