@@ -13,6 +13,8 @@
 #              within what is left
 #   unpack_pack NAME  .oldpack/old-NAME.tgz into p/NAME (its files in p/NAME/.old); sets `old` to
 #              that folder and `ucx` to UCX libraries for machines without them
+#   check NAME LIMIT_S ENV... -- COMMAND...   one test command, bounded by LIMIT_S and by the
+#              call's time left: its output in $x/tests/NAME.log, "NAME rc" in $x/tests/results.txt
 #   finish     $x/time.txt, $OUT/extra.tgz, and the suites' raw folders removed (only a few files
 #              come back from a call)
 set -uo pipefail
@@ -40,6 +42,20 @@ unpack_pack() {
   old=$PWD/p/$1/.old
   mkdir -p "p/$1" && tar xzf ".oldpack/old-$1.tgz" -C "p/$1" || return
   ldconfig -p | grep -q libucp.so.0 || ucx=$old/ucx
+}
+check() {
+  local name=$1 limit=$2
+  mkdir -p "$x/tests"
+  shift 2
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  [ "$limit" -lt $(($(left) - 15)) ] || limit=$(($(left) - 15))
+  [ "$limit" -gt 5 ] || { echo "$name not run (no time left)" >>"$x/tests/results.txt"; return; }
+  env "${envs[@]}" timeout "$limit" "$@" >"$x/tests/$name.log" 2>&1
+  local rc=$?
+  at "test $name rc=$rc"
+  echo "$name $rc" >>"$x/tests/results.txt"
 }
 finish() {
   cp "$OUT/time.txt" "$x/"

@@ -20,19 +20,6 @@ export LD_LIBRARY_PATH=$C/src:$C/libs:/usr/local/cuda/lib64
 export GNIO_BACKEND=cuda GNIO_NET=tcp GNIO_FLIGHT_RECORDER_DIR=$x/flight
 mkdir -p "$x/tests" "$x/net" "$x/flight"
 R=$C/gnio-run T=$C/tests CR="tests/gpu/concurrent-ranks.sh"
-check() {  # NAME LIMIT_S ENV... -- COMMAND...
-  local name=$1 limit=$2
-  shift 2
-  local envs=()
-  while [ "$1" != -- ]; do envs+=("$1"); shift; done
-  shift
-  [ "$limit" -lt $(($(left) - 15)) ] || limit=$(($(left) - 15))
-  [ "$limit" -gt 5 ] || { echo "$name not run (no time left)" >>"$x/tests/results.txt"; return; }
-  env "${envs[@]}" timeout "$limit" "$@" >"$x/tests/$name.log" 2>&1
-  local rc=$?
-  at "test $name rc=$rc"
-  echo "$name $rc" >>"$x/tests/results.txt"
-}
 check rma_test_2nodes_gpu 120 GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 -- $CR 2 "$R" -n 2 --timeout 100 \
   --nodes 2 -- "$T/rma_test_2_gpu" \
   '--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComparisons:Rma.BarrierWorld*'

@@ -25,19 +25,6 @@ timeout 40 "$C/gnio-coresidency-probe" >"$x/probe/plain.txt" 2>&1
 at "probe plain rc=$?"
 timeout 40 $CR 2 "$C/gnio-coresidency-probe" >"$x/probe/mps.txt" 2>&1
 at "probe mps rc=$?"
-check() {  # NAME LIMIT_S ENV... -- COMMAND...
-  local name=$1 limit=$2
-  shift 2
-  local envs=()
-  while [ "$1" != -- ]; do envs+=("$1"); shift; done
-  shift
-  [ "$limit" -lt $(($(left) - 15)) ] || limit=$(($(left) - 15))
-  [ "$limit" -gt 5 ] || { echo "$name not run (no time left)" >>"$x/tests/results.txt"; return; }
-  env "${envs[@]}" timeout "$limit" "$@" >"$x/tests/$name.log" 2>&1
-  local rc=$?
-  at "test $name rc=$rc"
-  echo "$name $rc" >>"$x/tests/results.txt"
-}
 check persistent_agent 30 GNIO_TIMEOUT=10 GNIO_PROXY_AGENT=1 -- $CR 2 "$R" -n 2 --timeout 25 \
   --nodes 2 -- "$T/rma_persistent_test_gpu"
 check persistent_agent_8blocks 30 GNIO_TIMEOUT=10 GNIO_PROXY_AGENT=1 \
