@@ -138,9 +138,10 @@ GNIO_HD void apply_signals_after_data(const Item* items, std::uint32_t count) {
 /// 2026-12-06-h100-delivery-agent). On GPUs it lies in device memory (Backend::alloc_device), not
 /// in block-shared memory: the agent is started while application kernels may hold every SM, and
 /// an SM takes a block only if its shared memory fits the split between L1 and shared memory
-/// that the kernels already there chose. With this struct (8 KiB) as `__shared__` the agent never
-/// started beside rma_persistent_test's kernel (a block of 128 threads, no shared memory, on every
-/// SM) on one H100, while the launches, which use no shared memory, did (2026-12-07).
+/// that the kernels already there chose: beside a kernel using none, no block needing 2 KiB or
+/// more starts (perf/probes/coresidency_probe.cu, bench/results/2026-12-07g-gpu). With this struct
+/// (8 KiB) as `__shared__` the agent never started beside rma_persistent_test's kernel on one H100,
+/// while the launches, which use no shared memory, did.
 struct AgentScratch {
   std::uint64_t end;  ///< the batch's end (thread 0 -> all)
   std::uint64_t quit;
