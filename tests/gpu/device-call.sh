@@ -15,6 +15,9 @@
 #              that folder and `ucx` to UCX libraries for machines without them
 #   check NAME LIMIT_S ENV... -- COMMAND...   one test command, bounded by LIMIT_S and by the
 #              call's time left: its output in $x/tests/NAME.log, "NAME rc" in $x/tests/results.txt
+#   proxy_tests RUN TESTS   the GPU tests that go through the proxy (2 ranks as 2 nodes), with
+#              ctest's arguments and environment but shorter limits, each via check: RUN is
+#              gnio-run, TESTS the folder of the test binaries (e.g. carried from the CPU machine)
 #   finish     $x/time.txt, $OUT/extra.tgz, and the suites' raw folders removed (only a few files
 #              come back from a call)
 set -uo pipefail
@@ -56,6 +59,27 @@ check() {
   local rc=$?
   at "test $name rc=$rc"
   echo "$name $rc" >>"$x/tests/results.txt"
+}
+proxy_tests() {
+  local run=$1 tests=$2 cr=tests/gpu/concurrent-ranks.sh
+  check rma_test_2nodes_gpu 120 GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 -- $cr 2 "$run" -n 2 \
+    --timeout 100 --nodes 2 -- "$tests/rma_test_2_gpu" \
+    '--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComparisons:Rma.BarrierWorld*'
+  check rma_net_test_gpu 120 GNIO_TIMEOUT=60 -- $cr 2 "$run" -n 2 --timeout 100 --nodes 2 -- \
+    "$tests/rma_net_test_gpu" '--gtest_filter=Net.*'
+  check rma_persistent_test_gpu 60 GNIO_TIMEOUT=30 -- $cr 2 "$run" -n 2 --timeout 50 --nodes 2 -- \
+    "$tests/rma_persistent_test_gpu"
+  check stream_rma_test_2nodes_gpu 60 GNIO_TIMEOUT=30 -- "$run" -n 2 --timeout 50 --nodes 2 -- \
+    "$tests/stream_rma_test_3_gpu"
+  check channel_test_2nodes_gpu 60 GNIO_TIMEOUT=60 -- $cr 2 "$run" -n 2 --timeout 50 --nodes 2 -- \
+    "$tests/channel_test_2_gpu" '--gtest_filter=Channel.*'
+  check rma_test_4_2nodes_gpu 60 GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 -- $cr 4 "$run" -n 4 \
+    --timeout 50 --nodes 2 -- "$tests/rma_test_2_gpu" \
+    '--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComparisons:Rma.Barrier*'
+  check coll_test_2nodes_gpu 60 GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 -- "$run" -n 2 --timeout 50 \
+    --nodes 2 -- "$tests/coll_test_2_gpu"
+  check coll_fault_test_2nodes_gpu 60 GNIO_TIMEOUT=0.5 GNIO_HEAP_SIZE=64M -- "$run" -n 2 \
+    --timeout 50 --nodes 2 -- "$tests/coll_fault_test_2_gpu"
 }
 finish() {
   cp "$OUT/time.txt" "$x/"

@@ -20,24 +20,7 @@ export LD_LIBRARY_PATH=$C/src:$C/libs:/usr/local/cuda/lib64
 export GNIO_BACKEND=cuda GNIO_NET=tcp GNIO_FLIGHT_RECORDER_DIR=$x/flight
 mkdir -p "$x/tests" "$x/net" "$x/flight"
 R=$C/gnio-run T=$C/tests CR="tests/gpu/concurrent-ranks.sh"
-check rma_test_2nodes_gpu 120 GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 -- $CR 2 "$R" -n 2 --timeout 100 \
-  --nodes 2 -- "$T/rma_test_2_gpu" \
-  '--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComparisons:Rma.BarrierWorld*'
-check rma_net_test_gpu 120 GNIO_TIMEOUT=60 -- $CR 2 "$R" -n 2 --timeout 100 --nodes 2 -- \
-  "$T/rma_net_test_gpu" '--gtest_filter=Net.*'
-check rma_persistent_test_gpu 60 GNIO_TIMEOUT=30 -- $CR 2 "$R" -n 2 --timeout 50 --nodes 2 -- \
-  "$T/rma_persistent_test_gpu"
-check stream_rma_test_2nodes_gpu 60 GNIO_TIMEOUT=30 -- "$R" -n 2 --timeout 50 --nodes 2 -- \
-  "$T/stream_rma_test_3_gpu"
-check channel_test_2nodes_gpu 60 GNIO_TIMEOUT=60 -- $CR 2 "$R" -n 2 --timeout 50 --nodes 2 -- \
-  "$T/channel_test_2_gpu" '--gtest_filter=Channel.*'
-check rma_test_4_2nodes_gpu 60 GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 -- $CR 4 "$R" -n 4 --timeout 50 \
-  --nodes 2 -- "$T/rma_test_2_gpu" \
-  '--gtest_filter=Rma.Put*:Rma.Get*:Rma.Atomics*:Rma.SignalsAndComparisons:Rma.Barrier*'
-check coll_test_2nodes_gpu 60 GNIO_HEAP_SIZE=64M GNIO_TIMEOUT=60 -- "$R" -n 2 --timeout 50 \
-  --nodes 2 -- "$T/coll_test_2_gpu"
-check coll_fault_test_2nodes_gpu 60 GNIO_TIMEOUT=0.5 GNIO_HEAP_SIZE=64M -- "$R" -n 2 --timeout 50 \
-  --nodes 2 -- "$T/coll_fault_test_2_gpu"
+proxy_tests "$R" "$T"
 timeout 30 "$C/gnio-tcp-floor" --json "$x/net/floor.json" >"$x/net/floor.log" 2>&1
 at "floor rc=$?"
 run() {  # NAME NSOCKS gnio-perf-args...   (S: seconds it may take, default 15)
