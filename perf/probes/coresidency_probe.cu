@@ -79,7 +79,7 @@ bool wait_for(Done done, double* us) {
   }
 }
 
-unsigned read(const unsigned* p) {
+unsigned load_acquire(const unsigned* p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
@@ -113,15 +113,16 @@ int main() {
           CHECK(cudaGetLastError());
           double us = 0;
           const auto grid = static_cast<unsigned>(hb * sms);
-          if (!wait_for([&] { return read(&f->running) == grid; }, &us)) {
-            std::printf("%d %d - - holder-incomplete(%u/%u) -\n", hb, hs, read(&f->running), grid);
+          if (!wait_for([&] { return load_acquire(&f->running) == grid; }, &us)) {
+            std::printf("%d %d - - holder-incomplete(%u/%u) -\n", hb, hs, load_acquire(&f->running),
+                        grid);
             __atomic_store_n(&f->stop, 1u, __ATOMIC_RELEASE);
             CHECK(cudaDeviceSynchronize());
             continue;
           }
           guest<<<1, gt, gs, b>>>(f, 0);
           CHECK(cudaGetLastError());
-          const bool ran = wait_for([&] { return read(&f->guest) != 0; }, &us);
+          const bool ran = wait_for([&] { return load_acquire(&f->guest) != 0; }, &us);
           std::printf("%d %d %d %d %s %.1f\n", hb, hs, gt, gs, ran ? "started" : "no",
                       ran ? us : -1.0);
           __atomic_store_n(&f->stop, 1u, __ATOMIC_RELEASE);
@@ -137,7 +138,7 @@ int main() {
           guest<<<1, gt, gs, b>>>(f, 1);
           CHECK(cudaGetLastError());
           double us = 0;
-          if (!wait_for([&] { return read(&f->guest) != 0; }, &us)) {
+          if (!wait_for([&] { return load_acquire(&f->guest) != 0; }, &us)) {
             std::printf("%d %d - - guest-not-started -\n", gt, gs);
             __atomic_store_n(&f->stop, 1u, __ATOMIC_RELEASE);
             CHECK(cudaDeviceSynchronize());
@@ -146,7 +147,7 @@ int main() {
           const auto grid = static_cast<unsigned>(hb * sms);
           holder<<<grid, 128, hs, a>>>(f);
           CHECK(cudaGetLastError());
-          const bool all = wait_for([&] { return read(&f->running) == grid; }, &us);
+          const bool all = wait_for([&] { return load_acquire(&f->running) == grid; }, &us);
           std::printf("%d %d %d %d %s %.1f\n", gt, gs, hb, hs, all ? "yes" : "no", all ? us : -1.0);
           __atomic_store_n(&f->stop, 1u, __ATOMIC_RELEASE);
           CHECK(cudaDeviceSynchronize());
